@@ -1,0 +1,44 @@
+"""SpawnML: run neural networks from any model file on whatever accelerator is at hand."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtypes
+from .errors import (
+    BackendUnavailableError,
+    ExecutionError,
+    InvalidArgumentError,
+    InvalidFeedError,
+    InvalidGraphError,
+    ModelLimitError,
+    ModelLoadError,
+    PluginError,
+    SpawnMLError,
+    UnknownFormatError,
+    UnsafeExternalDataError,
+    UnsupportedOperatorError,
+)
+from .formats import load
+from .limits import Limits
+from .tensor import Tensor
+
+__all__ = [
+    "BackendUnavailableError",
+    "ExecutionError",
+    "InvalidArgumentError",
+    "InvalidFeedError",
+    "InvalidGraphError",
+    "Limits",
+    "ModelLimitError",
+    "ModelLoadError",
+    "PluginError",
+    "SpawnMLError",
+    "Tensor",
+    "UnknownFormatError",
+    "UnsafeExternalDataError",
+    "UnsupportedOperatorError",
+    "__version__",
+    "dtypes",
+    "load",
+]

@@ -1,0 +1,143 @@
+"""What a backend plugin provides: a device, memory, and a table of kernels.
+
+A kernel is a Python callable ``kernel(ctx, *inputs)`` that receives the backend's
+buffers (``None`` for omitted optional inputs) and returns one buffer, or a tuple with
+one buffer per node output (``None`` for optional outputs it does not produce). Node
+attributes, with the schema's defaults filled in, are in ``ctx.attrs``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .errors import PluginError
+from .ir import Graph, Node
+
+#: Returns why a node cannot run (refused at load), or None when it can.
+CheckFn = Callable[[Node, int], "str | None"]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run here, and why not."""
+
+    available: bool
+    reason: str = ""
+
+
+@dataclass
+class KernelContext:
+    """What a kernel sees besides its inputs."""
+
+    node: Node
+    opset: int
+    attrs: dict[str, Any]
+    backend: Backend
+    #: Runs a subgraph (If branch, Loop body) with named feeds on this backend.
+    run_subgraph: Callable[[Graph, dict[str, Any]], list[Any]] | None = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel for one operator over an opset range, with an optional load-time check."""
+
+    op_type: str
+    domain: str
+    fn: Callable[..., Any]
+    since_version: int = 1
+    until_version: int | None = None  # exclusive
+    check: CheckFn | None = None
+
+    def covers(self, opset: int) -> bool:
+        return self.since_version <= opset and (self.until_version is None or opset < self.until_version)
+
+
+@dataclass
+class KernelTable:
+    """The kernels a backend runs natively, keyed by ``(domain, op_type)``."""
+
+    _specs: dict[tuple[str, str], list[KernelSpec]] = field(default_factory=dict)
+
+    def register(
+        self,
+        op_type: str,
+        domain: str = "",
+        since: int = 1,
+        until: int | None = None,
+        check: CheckFn | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register ``fn`` as the kernel for ``op_type`` over ``[since, until)``."""
+
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+            spec = KernelSpec(op_type, domain, fn, since, until, check)
+            self._specs.setdefault((domain, op_type), []).append(spec)
+            return fn
+
+        return decorate
+
+    def find(self, domain: str, op_type: str, opset: int) -> KernelSpec | None:
+        domain = "" if domain == "ai.onnx" else domain
+        for spec in self._specs.get((domain, op_type), ()):
+            if spec.covers(opset):
+                return spec
+        return None
+
+    def ops(self) -> set[tuple[str, str]]:
+        return set(self._specs)
+
+
+class Backend(ABC):
+    """Base class of backend plugins. Subclasses set ``name`` and ``kernels``."""
+
+    name: ClassVar[str]
+    kernels: ClassVar[KernelTable]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not getattr(cls, "__abstractmethods__", None) and not getattr(cls, "name", ""):
+            raise PluginError(f"backend class {cls.__name__} sets no name")
+
+    @abstractmethod
+    def availability(self) -> Availability:
+        """Whether this backend has a usable device here."""
+
+    @abstractmethod
+    def device_name(self) -> str:
+        """A human-readable name of the device the backend runs on."""
+
+    def unsupported_reason(self, node: Node, opset: int) -> str | None:
+        """Why this backend cannot run ``node`` (None when it can)."""
+        spec = self.kernels.find(node.domain, node.op_type, opset)
+        if spec is None:
+            return f"no {self.name} kernel"
+        return spec.check(node, opset) if spec.check else None
+
+    # Memory. Buffers are whatever the backend uses; numpy arrays cross the boundary.
+    @abstractmethod
+    def from_numpy(self, array: np.ndarray) -> Any:
+        """Copy (or wrap) a host array into a device buffer."""
+
+    @abstractmethod
+    def to_numpy(self, buffer: Any) -> np.ndarray:
+        """Read a device buffer back to the host."""
+
+    @abstractmethod
+    def shape_of(self, buffer: Any) -> tuple[int, ...]:
+        """The shape of a buffer."""
+
+    @abstractmethod
+    def dtype_of(self, buffer: Any) -> np.dtype:
+        """The element type of a buffer."""
+
+    def from_dlpack(self, obj: Any) -> Any:
+        """Wrap a DLPack-capable object as a buffer; the default goes through the host."""
+        return self.from_numpy(np.from_dlpack(obj))
+
+    def dlpack_source(self, buffer: Any) -> Any:
+        """An object exporting ``__dlpack__`` for ``buffer``; the default reads it back first."""
+        return self.to_numpy(buffer)

@@ -1,0 +1,74 @@
+"""Element types: numpy dtypes (with ``ml_dtypes`` for the ML-only ones) and their ONNX codes.
+
+SpawnML describes every element type as a ``numpy.dtype``; strings use the object dtype.
+The ONNX ``TensorProto.DataType`` codes are listed here because they are the common
+currency of model files, not only of ONNX.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+STRING = np.dtype(object)
+
+# ONNX TensorProto.DataType code -> (type name as ONNX Runtime prints it, dtype)
+_BY_CODE: dict[int, tuple[str, np.dtype]] = {
+    1: ("float", np.dtype(np.float32)),
+    2: ("uint8", np.dtype(np.uint8)),
+    3: ("int8", np.dtype(np.int8)),
+    4: ("uint16", np.dtype(np.uint16)),
+    5: ("int16", np.dtype(np.int16)),
+    6: ("int32", np.dtype(np.int32)),
+    7: ("int64", np.dtype(np.int64)),
+    8: ("string", STRING),
+    9: ("bool", np.dtype(np.bool_)),
+    10: ("float16", np.dtype(np.float16)),
+    11: ("double", np.dtype(np.float64)),
+    12: ("uint32", np.dtype(np.uint32)),
+    13: ("uint64", np.dtype(np.uint64)),
+    14: ("complex64", np.dtype(np.complex64)),
+    15: ("complex128", np.dtype(np.complex128)),
+    16: ("bfloat16", np.dtype(ml_dtypes.bfloat16)),
+    17: ("float8e4m3fn", np.dtype(ml_dtypes.float8_e4m3fn)),
+    18: ("float8e4m3fnuz", np.dtype(ml_dtypes.float8_e4m3fnuz)),
+    19: ("float8e5m2", np.dtype(ml_dtypes.float8_e5m2)),
+    20: ("float8e5m2fnuz", np.dtype(ml_dtypes.float8_e5m2fnuz)),
+    21: ("uint4", np.dtype(ml_dtypes.uint4)),
+    22: ("int4", np.dtype(ml_dtypes.int4)),
+    23: ("float4e2m1", np.dtype(ml_dtypes.float4_e2m1fn)),
+    24: ("float8e8m0", np.dtype(ml_dtypes.float8_e8m0fnu)),
+    25: ("uint2", np.dtype(ml_dtypes.uint2)),
+    26: ("int2", np.dtype(ml_dtypes.int2)),
+}
+_CODE_BY_DTYPE = {dtype: code for code, (_, dtype) in _BY_CODE.items()}
+
+
+def from_onnx(code: int) -> np.dtype:
+    """The dtype of an ONNX ``TensorProto.DataType`` code."""
+    try:
+        return _BY_CODE[code][1]
+    except KeyError:
+        raise InvalidArgumentError(f"unknown ONNX element type code {code}") from None
+
+
+def to_onnx(dtype: np.dtype) -> int:
+    """The ONNX ``TensorProto.DataType`` code of a dtype."""
+    try:
+        return _CODE_BY_DTYPE[np.dtype(dtype)]
+    except KeyError:
+        raise InvalidArgumentError(f"dtype {dtype} has no ONNX element type") from None
+
+
+def name(dtype: np.dtype | None) -> str:
+    """Short element-type name, e.g. ``float`` or ``int64``; ``unknown`` for None."""
+    if dtype is None:
+        return "unknown"
+    return _BY_CODE[to_onnx(dtype)][0]
+
+
+def type_string(dtype: np.dtype | None) -> str:
+    """ONNX Runtime's type string for a tensor of this dtype, e.g. ``tensor(float)``."""
+    return f"tensor({name(dtype)})"

@@ -1,0 +1,175 @@
+"""The graph IR every format loader produces and every pass, planner and backend consumes.
+
+A :class:`Graph` is a list of :class:`Node` objects in any order, wired by value names,
+with typed :class:`Value` inputs and outputs, constant ``initializers`` held as numpy
+arrays, and the operator-set versions it was written against. Control-flow operators
+(If, Loop, Scan) carry their bodies as :class:`Graph` attributes; a body may read names
+of the graphs that enclose it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidGraphError
+
+#: A dimension: a known size, a symbolic name shared between values, or unknown (None).
+Dim = int | str | None
+#: A shape: a tuple of dims, or None when even the rank is unknown.
+Shape = tuple[Dim, ...] | None
+
+DEFAULT_DOMAIN = ""  # the ai.onnx operator set
+
+
+@dataclass
+class Value:
+    """A named tensor of the graph: its element type and (possibly symbolic) shape."""
+
+    name: str
+    dtype: np.dtype | None = None
+    shape: Shape = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+
+@dataclass
+class Node:
+    """One operator application. An empty input name marks an omitted optional input."""
+
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+    domain: str = DEFAULT_DOMAIN
+
+    def subgraphs(self) -> Iterator[Graph]:
+        """The graphs held in this node's attributes (If branches, Loop and Scan bodies)."""
+        for value in self.attrs.values():
+            if isinstance(value, Graph):
+                yield value
+            elif isinstance(value, list):
+                yield from (item for item in value if isinstance(item, Graph))
+
+    def label(self) -> str:
+        """A name for messages: the node's name, or its type and first output."""
+        return self.name or f"{self.op_type}->{self.outputs[0] if self.outputs else '?'}"
+
+
+@dataclass
+class Graph:
+    """A computation: nodes, typed inputs and outputs, initializers and opset imports."""
+
+    nodes: list[Node] = field(default_factory=list)
+    inputs: list[Value] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    initializers: dict[str, np.ndarray] = field(default_factory=dict)
+    value_info: dict[str, Value] = field(default_factory=dict)
+    opset_imports: dict[str, int] = field(default_factory=dict)
+    name: str = "graph"
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def opset(self, domain: str = DEFAULT_DOMAIN) -> int:
+        """The imported version of an operator set (``""`` and ``ai.onnx`` are the same)."""
+        domain = DEFAULT_DOMAIN if domain == "ai.onnx" else domain
+        return self.opset_imports.get(domain, 1)
+
+    def value(self, name: str) -> Value | None:
+        """What the graph declares about a value name, if anything."""
+        for value in self.inputs:
+            if value.name == name:
+                return value
+        for value in self.outputs:
+            if value.name == name:
+                return value
+        return self.value_info.get(name)
+
+    def walk(self, depth: int = 0) -> Iterator[tuple[Node, int]]:
+        """Every node of this graph and of its subgraphs, with the subgraph depth."""
+        for node in self.nodes:
+            yield node, depth
+            for body in node.subgraphs():
+                yield from body.walk(depth + 1)
+
+    def op_counts(self) -> Counter[tuple[str, str]]:
+        """How often each ``(domain, op_type)`` occurs, subgraphs included."""
+        return Counter((node.domain, node.op_type) for node, _ in self.walk())
+
+    def toposort(self, outer: frozenset[str] = frozenset()) -> list[Node]:
+        """Nodes in an order where each runs after the producers of its inputs.
+
+        Raises :class:`InvalidGraphError` for cycles, names produced twice and inputs that
+        nothing defines. ``outer`` holds the names visible from enclosing graphs.
+        """
+        producer: dict[str, int] = {}
+        for index, node in enumerate(self.nodes):
+            for out in node.outputs:
+                if out and out in producer:
+                    raise InvalidGraphError(
+                        f"value {out!r} is produced by both {self.nodes[producer[out]].label()!r} "
+                        f"and {node.label()!r} in graph {self.name!r}"
+                    )
+                if out:
+                    producer[out] = index
+        defined = set(outer) | set(self.initializers) | {v.name for v in self.inputs}
+        for node in self.nodes:
+            for name in self._reads(node):
+                if name not in producer and name not in defined:
+                    raise InvalidGraphError(
+                        f"node {node.label()!r} ({node.op_type}) reads {name!r}, which no node, "
+                        f"input or initializer of graph {self.name!r} defines"
+                    )
+        for value in self.outputs:
+            if value.name not in producer and value.name not in defined:
+                raise InvalidGraphError(f"graph output {value.name!r} of {self.name!r} is never produced")
+
+        # Kahn's algorithm, always taking the earliest ready node so that file order
+        # is kept wherever it is already valid.
+        waiting = [0] * len(self.nodes)
+        consumers: dict[int, list[int]] = {}
+        for index, node in enumerate(self.nodes):
+            for source in {producer[n] for n in self._reads(node) if n in producer}:
+                waiting[index] += 1
+                consumers.setdefault(source, []).append(index)
+        ready = [i for i, count in enumerate(waiting) if count == 0]
+        heapq.heapify(ready)
+        order: list[Node] = []
+        while ready:
+            index = heapq.heappop(ready)
+            order.append(self.nodes[index])
+            for consumer in consumers.get(index, ()):
+                waiting[consumer] -= 1
+                if waiting[consumer] == 0:
+                    heapq.heappush(ready, consumer)
+        if len(order) != len(self.nodes):
+            stuck = [self.nodes[i].label() for i, count in enumerate(waiting) if count][:5]
+            raise InvalidGraphError(f"graph {self.name!r} has a cycle through nodes {stuck}")
+        return order
+
+    @staticmethod
+    def _reads(node: Node) -> set[str]:
+        """Names a node reads: its inputs and the outer names its subgraphs use."""
+        names = {name for name in node.inputs if name}
+        for body in node.subgraphs():
+            names |= body.free_names()
+        return names
+
+    def free_names(self) -> set[str]:
+        """Names this graph reads from enclosing scopes."""
+        defined = set(self.initializers) | {v.name for v in self.inputs}
+        for node in self.nodes:
+            defined.update(node.outputs)
+        used: set[str] = set()
+        for node in self.nodes:
+            used |= self._reads(node)
+        used |= {v.name for v in self.outputs}
+        return used - defined
+

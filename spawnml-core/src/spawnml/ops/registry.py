@@ -1,0 +1,50 @@
+"""The operator registry: every schema of every operator set, selected by opset version."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from ..errors import PluginError
+from .schema import OpSchema
+
+
+def _canonical(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
+
+
+class OperatorRegistry:
+    """Holds the schemas that plugins register, by ``(domain, name)`` and version."""
+
+    def __init__(self, schemas: Iterable[OpSchema] = ()) -> None:
+        self._versions: dict[tuple[str, str], list[OpSchema]] = {}
+        for schema in schemas:
+            self.register(schema)
+
+    def register(self, schema: OpSchema) -> None:
+        key = (_canonical(schema.domain), schema.name)
+        versions = self._versions.setdefault(key, [])
+        if any(existing.since_version == schema.since_version for existing in versions):
+            raise PluginError(
+                f"operator {schema.qualified_name} version {schema.since_version} is registered twice"
+            )
+        bisect.insort(versions, schema, key=lambda s: s.since_version)
+
+    def lookup(self, domain: str, name: str, opset: int) -> OpSchema | None:
+        """The schema in force at ``opset``: the newest version not newer than it."""
+        versions = self._versions.get((_canonical(domain), name), [])
+        index = bisect.bisect_right([s.since_version for s in versions], opset)
+        return versions[index - 1] if index else None
+
+    def versions(self, domain: str, name: str) -> list[OpSchema]:
+        return list(self._versions.get((_canonical(domain), name), []))
+
+    def operators(self) -> list[tuple[str, str]]:
+        """Every known ``(domain, name)``, sorted."""
+        return sorted(self._versions)
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return (_canonical(key[0]), key[1]) in self._versions
+
+    def __len__(self) -> int:
+        return len(self._versions)

@@ -1,0 +1,49 @@
+"""The plugin system: pluggy hooks under the entry-point group ``spawnml``.
+
+See :mod:`spawnml.plugins.hookspecs` for the contract. ``SPAWNML_PLUGINS`` (comma-separated
+entry-point or distribution names) restricts which installed plugins load.
+"""
+
+from __future__ import annotations
+
+from ..backend import Backend
+from ..formats import FormatLoader
+from ..models import ModelSpec
+from ..ops.registry import OperatorRegistry
+from .hookspecs import hookimpl
+from .manager import PluginInfo, Registry, get_plugin_manager, refresh, registry, reset
+
+
+def backends() -> dict[str, Backend]:
+    """Installed backends by name, available or not."""
+    return registry().backends
+
+
+def formats() -> dict[str, FormatLoader]:
+    """Installed format loaders by name."""
+    return registry().formats
+
+
+def operators() -> OperatorRegistry:
+    """Every operator schema the loaded plugins registered."""
+    return registry().operators
+
+
+def models() -> dict[str, ModelSpec]:
+    """Installed model ports and pipelines by name."""
+    return registry().models
+
+
+__all__ = [
+    "PluginInfo",
+    "Registry",
+    "backends",
+    "formats",
+    "get_plugin_manager",
+    "hookimpl",
+    "models",
+    "operators",
+    "refresh",
+    "registry",
+    "reset",
+]

@@ -1,0 +1,191 @@
+"""Loading plugins from entry points and collecting what they register."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from ..backend import Backend
+from ..errors import PluginError
+from ..formats import FormatLoader
+from ..models import ModelSpec
+from ..ops.registry import OperatorRegistry
+from ..ops.schema import OpSchema
+from . import hookspecs
+
+ENTRY_POINT_GROUP = "spawnml"
+#: Comma-separated entry-point names (or distribution names) to load; unset loads all.
+PLUGINS_ENV = "SPAWNML_PLUGINS"
+#: Core's own plugins, registered through the same hooks as everybody else's.
+BUILTIN_PLUGINS = ("spawnml.ops.builtin",)
+
+
+@dataclass
+class PluginInfo:
+    """One loaded plugin: where it comes from and what it registered."""
+
+    name: str
+    distribution: str = ""
+    version: str = ""
+    builtin: bool = False
+    provides: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Registry:
+    """Everything the loaded plugins registered."""
+
+    backends: dict[str, Backend] = field(default_factory=dict)
+    formats: dict[str, FormatLoader] = field(default_factory=dict)
+    operators: OperatorRegistry = field(default_factory=OperatorRegistry)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    commands: dict[str, Any] = field(default_factory=dict)
+    plugins: dict[str, PluginInfo] = field(default_factory=dict)
+
+
+_manager: pluggy.PluginManager | None = None
+_registry: Registry | None = None
+_entry_points: dict[str, EntryPoint] = {}  # plugin name -> the entry point it came from
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, loading built-in and entry-point plugins once."""
+    global _manager
+    if _manager is None:
+        manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        manager.add_hookspecs(hookspecs)
+        for module_name in BUILTIN_PLUGINS:
+            manager.register(importlib.import_module(module_name), name=module_name)
+        for entry_point in _selected_entry_points():
+            try:
+                plugin = entry_point.load()
+            except Exception as error:  # a broken plugin must not take the others down silently
+                raise PluginError(
+                    f"plugin {entry_point.name!r} ({entry_point.value}) failed to import: {error}"
+                ) from error
+            manager.register(plugin, name=entry_point.name)
+            _entry_points[entry_point.name] = entry_point
+        _manager = manager
+    return _manager
+
+
+def _selected_entry_points() -> list[EntryPoint]:
+    wanted = os.environ.get(PLUGINS_ENV)
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    if wanted is None:
+        return found
+    names = {name.strip() for name in wanted.split(",") if name.strip()}
+    return [
+        ep for ep in found if ep.name in names or (ep.dist is not None and ep.dist.name in names)
+    ]
+
+
+def registry() -> Registry:
+    """What the plugins registered, collected once and cached until :func:`refresh`."""
+    global _registry
+    if _registry is None:
+        _registry = _collect(get_plugin_manager())
+    return _registry
+
+
+def refresh() -> Registry:
+    """Collect registrations again, e.g. after a test registered a plugin on the manager."""
+    global _registry
+    _registry = None
+    return registry()
+
+
+def reset() -> None:
+    """Forget the manager and the registrations; the next use loads plugins anew."""
+    global _manager, _registry
+    _manager = None
+    _registry = None
+    _entry_points.clear()
+
+
+def _collect(manager: pluggy.PluginManager) -> Registry:
+    result = Registry()
+    for name, plugin in manager.list_name_plugin():
+        entry_point = _entry_points.get(name)
+        dist = entry_point.dist if entry_point is not None else None
+        result.plugins[name] = PluginInfo(
+            name=name,
+            distribution=dist.name if dist is not None else "spawnml-core",
+            version=dist.version if dist is not None else _core_version(),
+            builtin=name in BUILTIN_PLUGINS,
+        )
+    adders: dict[str, Callable[[Registry, str, Any], str]] = {
+        "register_backends": _add_backend,
+        "register_formats": _add_format,
+        "register_operators": _add_operator,
+        "register_models": _add_model,
+        "register_commands": _add_command,
+    }
+    for hook_name, add in adders.items():
+        for impl in getattr(manager.hook, hook_name).get_hookimpls():
+            info = result.plugins[impl.plugin_name]
+
+            def register(item: Any, _info: PluginInfo = info, _add=add, _hook=hook_name) -> None:
+                label = _add(result, _info.name, item)
+                _info.provides.setdefault(_hook.removeprefix("register_"), []).append(label)
+
+            impl.function(register=register)
+    return result
+
+
+def _add_backend(result: Registry, plugin: str, backend_class: Any) -> str:
+    if not (isinstance(backend_class, type) and issubclass(backend_class, Backend)):
+        raise PluginError(f"plugin {plugin!r} registered {backend_class!r}, not a Backend subclass")
+    _unique(result.backends, backend_class.name, "backend", plugin)
+    result.backends[backend_class.name] = backend_class()
+    return backend_class.name
+
+
+def _add_format(result: Registry, plugin: str, loader: Any) -> str:
+    if not isinstance(loader, FormatLoader):
+        raise PluginError(f"plugin {plugin!r} registered {loader!r}, not a FormatLoader")
+    _unique(result.formats, loader.name, "format", plugin)
+    result.formats[loader.name] = loader
+    return loader.name
+
+
+def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
+    if not isinstance(schema, OpSchema):
+        raise PluginError(f"plugin {plugin!r} registered {schema!r}, not an OpSchema")
+    result.operators.register(schema)
+    return f"{schema.qualified_name}-{schema.since_version}"
+
+
+def _add_model(result: Registry, plugin: str, spec: Any) -> str:
+    if not isinstance(spec, ModelSpec):
+        raise PluginError(f"plugin {plugin!r} registered {spec!r}, not a ModelSpec")
+    _unique(result.models, spec.name, "model", plugin)
+    result.models[spec.name] = spec
+    return spec.name
+
+
+def _add_command(result: Registry, plugin: str, command: Any) -> str:
+    from ..cli import Command
+
+    if not isinstance(command, Command):
+        raise PluginError(f"plugin {plugin!r} registered {command!r}, not a spawnml.cli.Command")
+    _unique(result.commands, command.name, "command", plugin)
+    result.commands[command.name] = command
+    return command.name
+
+
+def _unique(existing: dict[str, Any], name: str, kind: str, plugin: str) -> None:
+    if name in existing:
+        raise PluginError(f"plugin {plugin!r} registers {kind} {name!r}, which is already registered")
+
+
+def _core_version() -> str:
+    from .. import __version__
+
+    return __version__

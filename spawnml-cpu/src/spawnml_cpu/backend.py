@@ -1,0 +1,42 @@
+"""The CPU backend: buffers are numpy arrays, kernels are numpy functions."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+from spawnml.backend import Availability, Backend
+
+from .kernels import KERNELS
+
+
+class CPUBackend(Backend):
+    """Runs on the host CPU; always available."""
+
+    name = "cpu"
+    kernels = KERNELS
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def device_name(self) -> str:
+        return platform.processor() or platform.machine() or "cpu"
+
+    def from_numpy(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def to_numpy(self, buffer: Any) -> np.ndarray:
+        return np.asarray(buffer)
+
+    def shape_of(self, buffer: Any) -> tuple[int, ...]:
+        return np.shape(buffer)
+
+    def dtype_of(self, buffer: Any) -> np.dtype:
+        return np.asarray(buffer).dtype
+
+    def from_dlpack(self, obj: Any) -> np.ndarray:
+        return np.from_dlpack(obj)
+
+    def dlpack_source(self, buffer: Any) -> np.ndarray:
+        return np.asarray(buffer)

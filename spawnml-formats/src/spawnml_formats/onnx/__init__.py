@@ -1,0 +1,1 @@
+"""The ONNX format loader."""
