@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import dtypes
+from . import dtypes, passes
 from .errors import (
     BackendUnavailableError,
     ExecutionError,
@@ -21,18 +21,22 @@ from .errors import (
 )
 from .formats import load
 from .limits import Limits
+from .session import InferenceSession, NodeArg, SessionOptions
 from .tensor import Tensor
 
 __all__ = [
     "BackendUnavailableError",
     "ExecutionError",
+    "InferenceSession",
     "InvalidArgumentError",
     "InvalidFeedError",
     "InvalidGraphError",
     "Limits",
     "ModelLimitError",
     "ModelLoadError",
+    "NodeArg",
     "PluginError",
+    "SessionOptions",
     "SpawnMLError",
     "Tensor",
     "UnknownFormatError",
@@ -41,4 +45,5 @@ __all__ = [
     "__version__",
     "dtypes",
     "load",
+    "passes",
 ]

@@ -1,10 +1,19 @@
-"""The ``spawnml`` command line."""
+"""The ``spawnml`` command line: built-in commands plus those plugins register."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .errors import InvalidArgumentError, SpawnMLError
 
 
 @dataclass(frozen=True)
@@ -17,5 +26,269 @@ class Command:
     run: Callable[[argparse.Namespace], int | None]
 
 
+NO_BACKEND_HINT = (
+    "No backend is installed. Install one, e.g. `pip install spawnml-cpu` "
+    "(numpy, runs everywhere), then run `spawnml plugins` again."
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    raise SystemExit("spawnml: the command line is not built yet")
+    """Entry point of the ``spawnml`` command."""
+    try:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        if not hasattr(args, "handler"):
+            parser.print_help()
+            return 2
+        return args.handler(args) or 0
+    except SpawnMLError as error:
+        print(f"spawnml: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .plugins import registry
+
+    parser = argparse.ArgumentParser(prog="spawnml", description="Run neural networks from any model file.")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    builtins = [
+        Command("plugins", "list installed plugins: backends, formats, models", _configure_json, _plugins),
+        Command("models", "list installed model ports and pipelines", _configure_json, _models),
+        Command("info", "describe a model: inputs, outputs, opsets, operators", _configure_info, _info),
+        Command("run", "run a model on .npy inputs", _configure_run, _run),
+    ]
+    for command in [*builtins, *registry().commands.values()]:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(sub)
+        sub.set_defaults(handler=command.run)
+    return parser
+
+
+# -- plugins / models -------------------------------------------------------------------
+
+
+def _configure_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def plugins_report() -> dict[str, Any]:
+    """What ``spawnml plugins --json`` prints."""
+    from .plugins import registry
+
+    loaded = registry()
+    backends = []
+    for name, backend in loaded.backends.items():
+        status = backend.availability()
+        backends.append(
+            {
+                "name": name,
+                "available": status.available,
+                "reason": status.reason,
+                "device": backend.device_name() if status.available else None,
+                "native_operators": len(backend.kernels.ops()),
+            }
+        )
+    return {
+        "backends": backends,
+        "formats": [
+            {"name": name, "extensions": list(loader.extensions)} for name, loader in loaded.formats.items()
+        ],
+        "models": [{"name": spec.name, "task": spec.task} for spec in loaded.models.values()],
+        "operators": len(loaded.operators),
+        "plugins": [
+            {
+                "name": info.name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "builtin": info.builtin,
+                "provides": info.provides,
+            }
+            for info in loaded.plugins.values()
+        ],
+    }
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    report = plugins_report()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print("Backends:")
+    if not report["backends"]:
+        print("  " + NO_BACKEND_HINT)
+    for backend in report["backends"]:
+        state = (
+            f"available  {backend['device']}" if backend["available"] else f"unavailable: {backend['reason']}"
+        )
+        print(f"  {backend['name']:<10} {state}  ({backend['native_operators']} native operators)")
+    print("Formats:")
+    for loader in report["formats"] or [
+        {"name": "none installed (pip install spawnml-formats)", "extensions": []}
+    ]:
+        print(f"  {loader['name']:<10} {' '.join(loader['extensions'])}")
+    print("Models:")
+    for model in report["models"] or [{"name": "none installed (pip install spawnml-models)", "task": ""}]:
+        print(f"  {model['name']:<20} {model['task']}")
+    print(f"Operator schemas: {report['operators']}")
+    print("Plugins:")
+    for info in report["plugins"]:
+        provides = "; ".join(f"{kind}: {len(items)}" for kind, items in info["provides"].items()) or "nothing"
+        print(f"  {info['name']:<20} {info['distribution']} {info['version']}  ({provides})")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from .plugins import models
+
+    specs = models()
+    if args.json:
+        rows = [
+            {"name": s.name, "task": s.task, "description": s.description, "source": s.source}
+            for s in specs.values()
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not specs:
+        print("No model plugins installed (pip install spawnml-models).")
+    for spec in specs.values():
+        print(f"{spec.name:<24} {spec.task:<22} {spec.description}")
+    return 0
+
+
+# -- info ---------------------------------------------------------------------------------
+
+
+def _configure_info(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="path of the model file")
+    _configure_json(parser)
+
+
+def model_report(path: str) -> dict[str, Any]:
+    """What ``spawnml info --json`` prints for a model file."""
+    from .formats import load
+    from .passes import infer_shapes
+    from .plugins import backends
+
+    graph = load(path)
+    try:
+        types = infer_shapes(graph)
+        inference_error = None
+    except SpawnMLError as error:
+        types, inference_error = {}, str(error)
+
+    def describe(value: Any) -> dict[str, Any]:
+        known = types.get(value.name)
+        dtype = value.dtype if value.dtype is not None or known is None else known.dtype
+        shape = value.shape if value.shape is not None or known is None else known.shape
+        return {
+            "name": value.name,
+            "type": dtypes.type_string(dtype),
+            "shape": None if shape is None else list(shape),
+        }
+
+    installed = backends()
+    operators = []
+    for (domain, op_type), count in sorted(graph.op_counts().items()):
+        nodes = [
+            (node, graph.opset(domain))
+            for node, _ in graph.walk()
+            if (node.domain, node.op_type) == (domain, op_type)
+        ]
+        runs = {
+            name: all(backend.unsupported_reason(node, opset) is None for node, opset in nodes)
+            for name, backend in installed.items()
+        }
+        operators.append(
+            {"domain": domain or "ai.onnx", "op_type": op_type, "count": count, "backends": runs}
+        )
+    initializer_names = set(graph.initializers)
+    return {
+        "model": path,
+        "graph": graph.name,
+        "opsets": {domain or "ai.onnx": version for domain, version in graph.opset_imports.items()},
+        "metadata": graph.metadata,
+        "inputs": [describe(v) for v in graph.inputs if v.name not in initializer_names],
+        "outputs": [describe(v) for v in graph.outputs],
+        "initializers": len(graph.initializers),
+        "parameters": int(sum(array.size for array in graph.initializers.values())),
+        "nodes": sum(operators_count["count"] for operators_count in operators),
+        "operators": operators,
+        "shape_inference_error": inference_error,
+    }
+
+
+def _info(args: argparse.Namespace) -> int:
+    report = model_report(args.model)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"Model: {report['model']} (graph {report['graph']!r})")
+    print("Opsets: " + ", ".join(f"{domain} {version}" for domain, version in report["opsets"].items()))
+    for key in ("inputs", "outputs"):
+        print(f"{key.capitalize()}:")
+        for value in report[key]:
+            shape = (
+                "?"
+                if value["shape"] is None
+                else "[" + ", ".join("?" if dim is None else str(dim) for dim in value["shape"]) + "]"
+            )
+            print(f"  {value['name']:<24} {value['type']:<18} {shape}")
+    print(f"Initializers: {report['initializers']} ({report['parameters']:,} elements)")
+    if report["shape_inference_error"]:
+        print(f"Shape inference incomplete: {report['shape_inference_error']}")
+    names = sorted({name for op in report["operators"] for name in op["backends"]})
+    print(f"Operators ({report['nodes']} nodes):")
+    print(f"  {'operator':<34} {'count':>5}  " + "  ".join(f"{name:<7}" for name in names))
+    for op in report["operators"]:
+        marks = "  ".join(f"{'yes' if op['backends'][name] else 'NO':<7}" for name in names)
+        print(f"  {op['domain'] + '::' + op['op_type']:<34} {op['count']:>5}  {marks}")
+    return 0
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+def _configure_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="path of the model file")
+    parser.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="an input as a .npy file (repeat for each input)",
+    )
+    parser.add_argument(
+        "--providers", default="cpu", help="comma-separated provider priority list (default: cpu)"
+    )
+    parser.add_argument("--output", "-o", type=Path, help="write the outputs to this .npz file")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .session import InferenceSession
+
+    feeds = dict(_read_input(spec) for spec in args.input)
+    session = InferenceSession(args.model, providers=args.providers.split(","))
+    names = [value.name for value in session.get_outputs()]
+    results = session.run(None, feeds)
+    if args.output:
+        np.savez(args.output, **dict(zip(names, results, strict=True)))
+        print(f"wrote {len(results)} output(s) to {args.output}", file=sys.stderr)
+    for name, array in zip(names, results, strict=True):
+        print(f"{name}: {dtypes.name(array.dtype)} {list(array.shape)}")
+        print(np.array2string(array, threshold=20, edgeitems=3, precision=6))
+    return 0
+
+
+def _read_input(spec: str) -> tuple[str, np.ndarray]:
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise InvalidArgumentError(f"--input takes NAME=FILE.npy, got {spec!r}")
+    try:
+        return name, np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InvalidArgumentError(f"cannot read input {name!r} from {path!r}: {error}") from error
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -66,7 +66,8 @@ def name(dtype: np.dtype | None) -> str:
     """Short element-type name, e.g. ``float`` or ``int64``; ``unknown`` for None."""
     if dtype is None:
         return "unknown"
-    return _BY_CODE[to_onnx(dtype)][0]
+    code = _CODE_BY_DTYPE.get(np.dtype(dtype))
+    return _BY_CODE[code][0] if code is not None else str(dtype)
 
 
 def type_string(dtype: np.dtype | None) -> str:

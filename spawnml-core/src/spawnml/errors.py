@@ -77,8 +77,7 @@ class UnsupportedOperatorError(SpawnMLError):
         self.providers = tuple(providers)
         lines = "\n".join("  " + op.describe() for op in self.operators)
         super().__init__(
-            f"{len(self.operators)} operator(s) not supported by providers "
-            f"{list(self.providers)}:\n{lines}"
+            f"{len(self.operators)} operator(s) not supported by providers {list(self.providers)}:\n{lines}"
         )
 
 
@@ -100,8 +99,7 @@ class ExecutionError(SpawnMLError):
     def __init__(self, node_name: str, op_type: str, provider: str, cause: BaseException) -> None:
         self.node_name, self.op_type, self.provider = node_name, op_type, provider
         super().__init__(
-            f"node {node_name!r} ({op_type}) failed on provider {provider!r}: "
-            f"{type(cause).__name__}: {cause}"
+            f"node {node_name!r} ({op_type}) failed on provider {provider!r}: {type(cause).__name__}: {cause}"
         )
 
 

@@ -95,7 +95,7 @@ def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
         return by_magic[0]
     if by_extension:
         return by_extension[0]
-    known = ", ".join(f"{l.name} ({' '.join(l.extensions)})" for l in loaders) or "none installed"
+    known = ", ".join(f"{f.name} ({' '.join(f.extensions)})" for f in loaders) or "none installed"
     raise UnknownFormatError(
         f"{source.describe()} is not a recognised model file (first bytes {head[:8].hex(' ')}); "
         f"known formats: {known}"

@@ -172,4 +172,3 @@ class Graph:
             used |= self._reads(node)
         used |= {v.name for v in self.outputs}
         return used - defined
-

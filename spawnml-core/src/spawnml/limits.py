@@ -54,8 +54,12 @@ def check_graph(graph: Graph, limits: Limits) -> None:
             if isinstance(value, np.ndarray):
                 total += _check_array(value, limits, f"attribute {attr!r} of node {node.label()!r}")
             elif isinstance(value, str | bytes):
-                limits.check("string length", len(value), limits.max_string_length,
-                             f"attribute {attr!r} of node {node.label()!r}")
+                limits.check(
+                    "string length",
+                    len(value),
+                    limits.max_string_length,
+                    f"attribute {attr!r} of node {node.label()!r}",
+                )
     limits.check("node count", nodes, limits.max_nodes)
     for body in _graphs(graph):
         for value in (*body.inputs, *body.outputs, *body.value_info.values()):

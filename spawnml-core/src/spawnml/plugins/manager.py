@@ -81,9 +81,7 @@ def _selected_entry_points() -> list[EntryPoint]:
     if wanted is None:
         return found
     names = {name.strip() for name in wanted.split(",") if name.strip()}
-    return [
-        ep for ep in found if ep.name in names or (ep.dist is not None and ep.dist.name in names)
-    ]
+    return [ep for ep in found if ep.name in names or (ep.dist is not None and ep.dist.name in names)]
 
 
 def registry() -> Registry:
@@ -111,7 +109,7 @@ def reset() -> None:
 
 def _collect(manager: pluggy.PluginManager) -> Registry:
     result = Registry()
-    for name, plugin in manager.list_name_plugin():
+    for name, _ in manager.list_name_plugin():
         entry_point = _entry_points.get(name)
         dist = entry_point.dist if entry_point is not None else None
         result.plugins[name] = PluginInfo(

@@ -1,0 +1,252 @@
+"""The planner: assign every node to a provider, and run the resulting plan.
+
+Each node goes to the first provider (in priority order) that runs it. Anything no
+provider runs is collected over the whole graph, subgraphs included, and refused at
+once with :class:`UnsupportedOperatorError`. Values crossing providers are transferred
+explicitly and each transfer is listed in the plan; values are released after their
+last use.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backend import Backend, KernelContext, KernelSpec
+from .errors import (
+    ExecutionError,
+    InvalidGraphError,
+    SpawnMLError,
+    UnsupportedOperator,
+    UnsupportedOperatorError,
+)
+from .ir import Graph, Node
+from .ops.registry import OperatorRegistry
+
+#: A value at run time: the buffer and the backend that holds it.
+Placed = tuple[Any, Backend]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A value copied from one provider to another before a node reads it."""
+
+    value: str
+    source: str
+    target: str
+    node: str
+
+
+@dataclass
+class Step:
+    """One prepared kernel call."""
+
+    node: Node
+    backend: Backend
+    kernel: KernelSpec
+    attrs: dict[str, Any]
+    opset: int
+    release: list[str] = field(default_factory=list)  # values whose last reader this is
+    bodies: dict[int, Plan] = field(default_factory=dict)  # id(subgraph) -> its plan
+
+
+@dataclass
+class Plan:
+    """A graph compiled for a list of providers: steps in order, transfers, constants."""
+
+    graph: Graph
+    steps: list[Step]
+    transfers: list[Transfer]
+    constants: dict[tuple[str, str], Any]  # (value name, backend name) -> device buffer
+    host: Backend  # where values not read by any node (e.g. initializer outputs) are placed
+
+    def placement(self) -> list[tuple[str, str, str]]:
+        """``(node label, op_type, provider)`` for every node, in execution order."""
+        return [(s.node.label(), s.node.op_type, s.backend.name) for s in self.steps]
+
+    def run(
+        self, feeds: Mapping[str, Placed], outputs: Sequence[str], parent: Scope | None = None
+    ) -> list[Placed]:
+        """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs)."""
+        scope = Scope(self, dict(feeds), parent)
+        for step in self.steps:
+            args = [scope.fetch(name, step.backend) if name else None for name in step.node.inputs]
+            results = self._call(step, args, scope)
+            for name, result in zip(step.node.outputs, results, strict=False):
+                if name and result is not None:
+                    scope.values[name] = (result, step.backend)
+            for name in step.release:
+                scope.values.pop(name, None)
+        return [scope.lookup(name) for name in outputs]
+
+    def _call(self, step: Step, args: list[Any], scope: Scope) -> Sequence[Any]:
+        node = step.node
+
+        def run_subgraph(body: Graph, feeds: dict[str, Any]) -> list[Any]:
+            placed = {name: (value, step.backend) for name, value in feeds.items()}
+            results = step.bodies[id(body)].run(placed, [v.name for v in body.outputs], scope)
+            return [_move(buffer, source, step.backend) for buffer, source in results]
+
+        ctx = KernelContext(node, step.opset, step.attrs, step.backend, run_subgraph)
+        try:
+            result = step.kernel.fn(ctx, *args)
+        except SpawnMLError:
+            raise
+        except Exception as error:
+            raise ExecutionError(node.label(), node.op_type, step.backend.name, error) from error
+        return result if isinstance(result, tuple | list) else (result,)
+
+
+@dataclass
+class Scope:
+    """The values of one running graph, falling back to its constants and enclosing scopes."""
+
+    plan: Plan
+    values: dict[str, Placed]
+    parent: Scope | None = None
+
+    def fetch(self, name: str, backend: Backend) -> Any:
+        """The value as a buffer on ``backend``, transferred there if needed."""
+        constant = self.plan.constants.get((name, backend.name))
+        if constant is not None and name not in self.values:
+            return constant
+        buffer, source = self.lookup(name, backend)
+        return _move(buffer, source, backend)
+
+    def lookup(self, name: str, near: Backend | None = None) -> Placed:
+        """The value wherever it lives; initializers are placed on ``near`` (or the host)."""
+        if name in self.values:
+            return self.values[name]
+        if name in self.plan.graph.initializers:
+            backend = near or self.plan.host
+            buffer = self.plan.constants.get((name, backend.name))
+            if buffer is None:
+                buffer = backend.from_numpy(self.plan.graph.initializers[name])
+            return buffer, backend
+        if self.parent is not None:
+            return self.parent.lookup(name, near)
+        raise InvalidGraphError(f"value {name!r} is not available in graph {self.plan.graph.name!r}")
+
+
+def _move(buffer: Any, source: Backend, target: Backend) -> Any:
+    return buffer if source is target else target.from_numpy(source.to_numpy(buffer))
+
+
+def build_plan(graph: Graph, providers: Sequence[Backend], operators: OperatorRegistry) -> Plan:
+    """Plan ``graph`` on ``providers``; raise :class:`UnsupportedOperatorError` listing every gap."""
+    missing: dict[tuple[str, str, int], list[str]] = {}
+    counts: Counter[tuple[str, str, int]] = Counter()
+    plan = _plan_graph(graph, providers, operators, graph.opset_imports, frozenset(), missing, counts)
+    if missing:
+        raise UnsupportedOperatorError(
+            [
+                UnsupportedOperator(
+                    domain, op, opset, counts[(domain, op, opset)], tuple(dict.fromkeys(reasons))
+                )
+                for (domain, op, opset), reasons in sorted(missing.items())
+            ],
+            [backend.name for backend in providers],
+        )
+    return plan
+
+
+def _plan_graph(
+    graph: Graph,
+    providers: Sequence[Backend],
+    operators: OperatorRegistry,
+    opsets: Mapping[str, int],
+    outer: frozenset[str],
+    missing: dict[tuple[str, str, int], list[str]],
+    counts: Counter[tuple[str, str, int]],
+) -> Plan:
+    steps: list[Step] = []
+    for node in graph.toposort(outer):
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        opset = opsets.get(domain, 1)
+        schema = operators.lookup(domain, node.op_type, opset)
+        if schema is None:
+            key = (domain, node.op_type, opset)
+            counts[key] += 1
+            missing.setdefault(key, []).append("no operator schema registered")
+            continue
+        schema.check_arity(node)
+        attrs = schema.resolve_attrs(node)
+        chosen, reasons = _choose(node, opset, providers)
+        visible = outer | _defined_names(graph)
+        bodies = {
+            id(body): _plan_graph(body, providers, operators, opsets, visible, missing, counts)
+            for body in node.subgraphs()
+        }
+        if chosen is None:
+            key = (domain, node.op_type, opset)
+            counts[key] += 1
+            missing.setdefault(key, []).extend(reasons)
+            continue
+        kernel = chosen.kernels.find(domain, node.op_type, opset)
+        assert kernel is not None  # _choose only picks backends with a kernel
+        steps.append(Step(node, chosen, kernel, attrs, opset, bodies=bodies))
+    _mark_releases(graph, steps)
+    return Plan(graph, steps, _transfers(graph, steps), _constants(graph, steps), providers[0])
+
+
+def _choose(node: Node, opset: int, providers: Sequence[Backend]) -> tuple[Backend | None, list[str]]:
+    reasons = []
+    for backend in providers:
+        reason = backend.unsupported_reason(node, opset)
+        if reason is None:
+            return backend, []
+        reasons.append(f"{backend.name}: {reason}")
+    return None, reasons
+
+
+def _defined_names(graph: Graph) -> frozenset[str]:
+    names = set(graph.initializers) | {value.name for value in graph.inputs}
+    for node in graph.nodes:
+        names.update(node.outputs)
+    return frozenset(names)
+
+
+def _mark_releases(graph: Graph, steps: list[Step]) -> None:
+    """Record after which step each intermediate value can be dropped."""
+    keep = {value.name for value in graph.outputs}
+    last_reader: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        for name in _reads(step.node):
+            last_reader[name] = index
+    for name, index in last_reader.items():
+        if name not in keep:
+            steps[index].release.append(name)
+
+
+def _reads(node: Node) -> set[str]:
+    names = {name for name in node.inputs if name}
+    for body in node.subgraphs():
+        names |= body.free_names()
+    return names
+
+
+def _transfers(graph: Graph, steps: list[Step]) -> list[Transfer]:
+    producer = {name: step.backend.name for step in steps for name in step.node.outputs}
+    found = []
+    for step in steps:
+        for name in step.node.inputs:
+            source = producer.get(name)
+            if source is not None and source != step.backend.name:
+                found.append(Transfer(name, source, step.backend.name, step.node.label()))
+    return found
+
+
+def _constants(graph: Graph, steps: list[Step]) -> dict[tuple[str, str], Any]:
+    """Initializers uploaded once to every backend that reads them."""
+    readers: dict[str, set[Backend]] = defaultdict(set)
+    for step in steps:
+        for name in _reads(step.node):
+            if name in graph.initializers:
+                readers[name].add(step.backend)
+    return {
+        (name, backend.name): backend.from_numpy(graph.initializers[name])
+        for name, backends in readers.items()
+        for backend in backends
+    }

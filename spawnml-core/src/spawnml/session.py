@@ -1,0 +1,218 @@
+"""The session API, shaped like ``onnxruntime.InferenceSession`` so existing code ports easily."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .backend import Backend
+from .errors import BackendUnavailableError, InvalidArgumentError, InvalidFeedError
+from .formats import ModelSource, PathOrBytes, load
+from .ir import Graph, Shape, Value
+from .limits import Limits
+from .planner import Plan, Transfer, build_plan
+from .tensor import Tensor
+
+#: onnxruntime provider names accepted as aliases, so ported code keeps working.
+PROVIDER_ALIASES = {
+    "CPUExecutionProvider": "cpu",
+    "CUDAExecutionProvider": "cuda",
+    "WebGpuExecutionProvider": "webgpu",
+}
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """An input or output of a session, as ``onnxruntime.NodeArg`` describes it."""
+
+    name: str
+    type: str
+    shape: list[int | str | None]
+
+
+@dataclass
+class SessionOptions:
+    """Options of a session; ``limits`` bounds what the model file may ask for."""
+
+    limits: Limits | None = None
+
+
+class InferenceSession:
+    """Load a model, plan it on the given providers, and run it.
+
+    ``providers`` is a priority list of backend names (``["webgpu", "cpu"]``); each node
+    runs on the first provider that supports it. The default is ``["cpu"]``.
+    """
+
+    def __init__(
+        self,
+        path_or_bytes: PathOrBytes | ModelSource | Graph,
+        sess_options: SessionOptions | None = None,
+        providers: Sequence[str] | None = None,
+        *,
+        limits: Limits | None = None,
+    ) -> None:
+        from .plugins import operators
+
+        options = sess_options or SessionOptions()
+        limits = limits or options.limits
+        self._graph = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
+        self._providers = resolve_providers(providers)
+        self._plan: Plan = build_plan(self._graph, self._providers, operators())
+        self._feedable = {value.name: value for value in self._graph.inputs}
+
+    # -- onnxruntime's API -------------------------------------------------------------
+    def get_inputs(self) -> list[NodeArg]:
+        """The inputs a caller feeds (inputs with an initializer default are optional)."""
+        return [
+            _node_arg(value) for value in self._graph.inputs if value.name not in self._graph.initializers
+        ]
+
+    def get_outputs(self) -> list[NodeArg]:
+        return [_node_arg(value) for value in self._graph.outputs]
+
+    def get_providers(self) -> list[str]:
+        return [backend.name for backend in self._providers]
+
+    def run(
+        self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None
+    ) -> list[np.ndarray]:
+        """Run the model on host arrays and return host arrays, like onnxruntime."""
+        return [tensor.numpy() for tensor in self.run_with_tensors(output_names, input_feed)]
+
+    # -- device-resident execution --------------------------------------------------------
+    def run_with_tensors(
+        self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
+    ) -> list[Tensor]:
+        """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
+        names = self._output_names(output_names)
+        placed = self._check_feeds(input_feed)
+        results = self._plan.run(placed, names)
+        return [Tensor(buffer, backend) for buffer, backend in results]
+
+    # -- introspection ----------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    def placement(self) -> list[tuple[str, str, str]]:
+        """Which provider runs each node: ``(node, op_type, provider)`` in execution order."""
+        return self._plan.placement()
+
+    def transfers(self) -> list[Transfer]:
+        """Values copied between providers on every run."""
+        return list(self._plan.transfers)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _output_names(self, output_names: Sequence[str] | None) -> list[str]:
+        declared = [value.name for value in self._graph.outputs]
+        if not output_names:
+            return declared
+        unknown = [name for name in output_names if name not in declared]
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown output name(s) {unknown}; the model's outputs are {declared}"
+            )
+        return list(output_names)
+
+    def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, tuple[Any, Backend]]:
+        unknown = sorted(set(feeds) - set(self._feedable))
+        if unknown:
+            raise InvalidFeedError(
+                f"unknown input name(s) {unknown}; the model's inputs are {sorted(self._feedable)}"
+            )
+        required = [arg.name for arg in self.get_inputs()]
+        absent = [name for name in required if name not in feeds]
+        if absent:
+            raise InvalidFeedError(f"missing input(s) {absent}; the model requires {required}")
+        first = self._providers[0]
+        placed: dict[str, tuple[Any, Backend]] = {}
+        symbols: dict[str, tuple[int, str]] = {}
+        for name, feed in feeds.items():
+            if isinstance(feed, Tensor):
+                buffer, backend = feed.buffer, feed.backend
+            else:
+                buffer, backend = first.from_numpy(_as_array(name, feed)), first
+            _check_feed(self._feedable[name], backend.dtype_of(buffer), backend.shape_of(buffer), symbols)
+            placed[name] = (buffer, backend)
+        return placed
+
+
+def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
+    """Backends for provider names, refusing unknown and unavailable ones with the reason."""
+    from .plugins import backends
+
+    installed = backends()
+    if not installed:
+        raise BackendUnavailableError(
+            "no SpawnML backend is installed; install one, e.g. `pip install spawnml-cpu`"
+        )
+    names = [PROVIDER_ALIASES.get(name, name) for name in (providers or ["cpu"])]
+    if not names:
+        raise InvalidArgumentError("providers must name at least one backend")
+    chosen = []
+    for name in names:
+        if name not in installed:
+            raise BackendUnavailableError(
+                f"provider {name!r} is not installed (installed: {sorted(installed)}); "
+                f"install it with `pip install spawnml-{name}`"
+            )
+        status = installed[name].availability()
+        if not status.available:
+            raise BackendUnavailableError(f"provider {name!r} is installed but unavailable: {status.reason}")
+        chosen.append(installed[name])
+    return chosen
+
+
+def _node_arg(value: Value) -> NodeArg:
+    shape = [] if value.shape is None else list(value.shape)
+    return NodeArg(value.name, dtypes.type_string(value.dtype), shape)
+
+
+def _as_array(name: str, feed: Any) -> np.ndarray:
+    try:
+        return np.asarray(feed)
+    except Exception as error:
+        raise InvalidFeedError(
+            f"input {name!r}: cannot convert {type(feed).__name__} to an array: {error}"
+        ) from error
+
+
+def _check_feed(
+    expected: Value, dtype: np.dtype, shape: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+) -> None:
+    """Raise :class:`InvalidFeedError` when a feed's dtype or shape contradicts the model."""
+    name = expected.name
+    if expected.dtype is not None and dtype != expected.dtype:
+        raise InvalidFeedError(
+            f"input {name!r} expects {dtypes.type_string(expected.dtype)} but got {dtypes.type_string(dtype)}"
+        )
+    declared: Shape = expected.shape
+    if declared is None:
+        return
+    if len(shape) != len(declared):
+        raise InvalidFeedError(
+            f"input {name!r} expects rank {len(declared)} {_show(declared)} "
+            f"but got rank {len(shape)} {list(shape)}"
+        )
+    for axis, (want, got) in enumerate(zip(declared, shape, strict=True)):
+        if isinstance(want, int) and want != got:
+            raise InvalidFeedError(
+                f"input {name!r} expects shape {_show(declared)} but got {list(shape)} "
+                f"(axis {axis}: {got} != {want})"
+            )
+        if isinstance(want, str):
+            seen = symbols.setdefault(want, (got, name))
+            if seen[0] != got:
+                raise InvalidFeedError(
+                    f"input {name!r} axis {axis} is dimension {want!r} = {got}, but input {seen[1]!r} "
+                    f"gave {want!r} = {seen[0]}"
+                )
+
+
+def _show(shape: Shape) -> str:
+    return "[" + ", ".join("?" if dim is None else str(dim) for dim in shape or ()) + "]"
