@@ -1,4 +1,4 @@
-"""Entry-point plugin: registers the ONNX format loader (placeholder)."""
+"""Entry-point plugin: registers the ONNX format loader."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 from spawnml.plugins import hookimpl
 
+from .loader import ONNXLoader
+
 
 @hookimpl
 def register_formats(register: Callable[..., None]) -> None:
-    pass
+    register(ONNXLoader())

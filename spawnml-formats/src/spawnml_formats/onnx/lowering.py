@@ -1,0 +1,122 @@
+"""An ONNX ``ModelProto`` lowered to a :class:`spawnml.ir.Graph`.
+
+Decisions the IR leaves to the loader:
+
+- An initializer also listed as a graph input is, from IR version 4 on, an input whose
+  default is the initializer (ONNX's overridable initializer): it stays in ``inputs`` and
+  in ``initializers``. Before IR version 4 every initializer had to be listed as an input,
+  so there such inputs are dropped and the initializer is a plain constant.
+- Sparse initializers become dense initializers under the name of their values.
+- Node and opset domain ``ai.onnx`` is written ``""``.
+- Subgraphs (If, Loop, Scan bodies) share the model's opset imports.
+- ``graph.metadata`` holds the model's ``metadata_props`` and, under their field names,
+  ``producer_name``, ``producer_version``, ``domain``, ``model_version``, ``doc_string``
+  and ``ir_version`` where set; these fields win over a metadata entry of the same key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from onnx import GraphProto, ModelProto, NodeProto
+from spawnml import Limits, ModelLoadError
+from spawnml.ir import DEFAULT_DOMAIN, Graph, Node
+
+from .attributes import attribute_value
+from .tensors import TensorReader
+from .values import value_from_info
+
+#: The first IR version in which initializers need not be graph inputs.
+OVERRIDABLE_INITIALIZERS_IR_VERSION = 4
+
+
+def lower_model(model: ModelProto, limits: Limits, folder: Path | None) -> Graph:
+    """The IR graph of ``model``; external data is read from inside ``folder``."""
+    graph = _Lowering(model, limits, folder).graph(model.graph, depth=0, fallback_name="graph")
+    graph.metadata = model_metadata(model, limits)
+    return graph
+
+
+def model_metadata(model: ModelProto, limits: Limits) -> dict[str, str]:
+    """The model's metadata entries and descriptive fields, as strings."""
+    metadata = {entry.key: entry.value for entry in model.metadata_props}
+    fields = {
+        "producer_name": model.producer_name,
+        "producer_version": model.producer_version,
+        "domain": model.domain,
+        "model_version": str(model.model_version) if model.HasField("model_version") else "",
+        "doc_string": model.doc_string,
+        "ir_version": str(model.ir_version),
+    }
+    metadata.update({key: value for key, value in fields.items() if value})
+    for key, value in metadata.items():
+        limits.check("string length", len(value), limits.max_string_length, f"model metadata {key!r}")
+    return metadata
+
+
+def _domain(name: str) -> str:
+    return DEFAULT_DOMAIN if name == "ai.onnx" else name
+
+
+def _unique(name: str, seen: dict[str, object], where: str) -> None:
+    if name in seen:
+        raise ModelLoadError(f"{where} is given twice")
+
+
+class _Lowering:
+    """Lowers the graphs of one model, counting nodes and tensor elements as it goes."""
+
+    def __init__(self, model: ModelProto, limits: Limits, folder: Path | None) -> None:
+        self.limits = limits
+        self.tensors = TensorReader(limits, folder)
+        self.opset_imports = {_domain(opset.domain): opset.version for opset in model.opset_import}
+        self.keep_initializer_inputs = model.ir_version >= OVERRIDABLE_INITIALIZERS_IR_VERSION
+        self.node_count = 0
+
+    def graph(self, proto: GraphProto, depth: int, fallback_name: str) -> Graph:
+        name = proto.name or fallback_name
+        self.limits.check("subgraph depth", depth, self.limits.max_subgraph_depth, f"graph {name!r}")
+        self.node_count += len(proto.node)
+        self.limits.check("node count", self.node_count, self.limits.max_nodes)
+        initializers: dict[str, np.ndarray] = {}
+        for tensor in proto.initializer:
+            where = f"initializer {tensor.name!r} of graph {name!r}"
+            _unique(tensor.name, initializers, where)
+            initializers[tensor.name] = self.tensors.dense(tensor, where)
+        for sparse in proto.sparse_initializer:
+            where = f"sparse initializer {sparse.values.name!r} of graph {name!r}"
+            _unique(sparse.values.name, initializers, where)
+            initializers[sparse.values.name] = self.tensors.sparse(sparse, where)
+        inputs = [
+            value_from_info(info, self.limits)
+            for info in proto.input
+            if self.keep_initializer_inputs or info.name not in initializers
+        ]
+        return Graph(
+            nodes=[self._node(node, depth) for node in proto.node],
+            inputs=inputs,
+            outputs=[value_from_info(info, self.limits) for info in proto.output],
+            initializers=initializers,
+            value_info={info.name: value_from_info(info, self.limits) for info in proto.value_info},
+            opset_imports=dict(self.opset_imports),
+            name=name,
+        )
+
+    def _node(self, proto: NodeProto, depth: int) -> Node:
+        node = Node(
+            proto.op_type,
+            list(proto.input),
+            list(proto.output),
+            name=proto.name,
+            domain=_domain(proto.domain),
+        )
+
+        def lower_body(body: GraphProto, attr_name: str) -> Graph:
+            return self.graph(body, depth + 1, fallback_name=f"{node.label()}.{attr_name}")
+
+        for attr in proto.attribute:
+            where = f"attribute {attr.name!r} of node {node.label()!r}"
+            _unique(attr.name, node.attrs, where)
+            node.attrs[attr.name] = attribute_value(attr, self.tensors, lower_body, where)
+        return node

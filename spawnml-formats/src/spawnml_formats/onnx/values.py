@@ -1,0 +1,57 @@
+"""ONNX types to IR values: element types, and shapes with symbolic dimensions.
+
+Only dense tensor types become typed values. Sequence, map, optional, sparse and opaque
+types have no dtype or shape in the IR, so such a value is declared with ``dtype`` and
+``shape`` both None.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, TensorShapeProto, TypeProto, ValueInfoProto
+from spawnml import InvalidArgumentError, Limits, ModelLoadError, dtypes
+from spawnml.ir import Dim, Shape, Value
+
+
+def element_type(code: int, where: str) -> np.dtype | None:
+    """The dtype of an ONNX element type code; None for ``UNDEFINED`` (0)."""
+    if code == TensorProto.UNDEFINED:
+        return None
+    try:
+        return dtypes.from_onnx(code)
+    except InvalidArgumentError:
+        raise ModelLoadError(f"{where} has element type {code}, which SpawnML does not support") from None
+
+
+def value_from_info(info: ValueInfoProto, limits: Limits) -> Value:
+    """The IR value a ``ValueInfoProto`` declares."""
+    return type_value(info.name, info.type, limits)
+
+
+def type_value(name: str, proto: TypeProto, limits: Limits) -> Value:
+    """An IR value of the given name and ONNX type."""
+    if proto.WhichOneof("value") != "tensor_type":
+        return Value(name)
+    tensor = proto.tensor_type
+    where = f"value {name!r}"
+    shape = _shape(tensor.shape) if tensor.HasField("shape") else None
+    if shape is not None:
+        limits.check("rank", len(shape), limits.max_rank, where)
+    return Value(name, element_type(tensor.elem_type, where), shape)
+
+
+def _shape(proto: TensorShapeProto) -> Shape:
+    return tuple(_dim(dim) for dim in proto.dim)
+
+
+def _dim(proto: TensorShapeProto.Dimension) -> Dim:
+    """``dim_value`` as int, ``dim_param`` as its name; unknown (None) when neither is given.
+
+    Negative sizes, which some old exporters wrote for dynamic dimensions, are unknown too.
+    """
+    kind = proto.WhichOneof("value")
+    if kind == "dim_value":
+        return proto.dim_value if proto.dim_value >= 0 else None
+    if kind == "dim_param":
+        return proto.dim_param or None
+    return None
