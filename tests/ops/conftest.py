@@ -28,7 +28,7 @@ def make_model(
         op_type.lower(),
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
          for n, a in inputs.items()],
-        [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in output_names],
+        [helper.make_value_info(n, onnx.TypeProto()) for n in output_names],
         [onnx.numpy_helper.from_array(a, n) for n, a in initializers.items()],
     )
     opsets = [helper.make_opsetid("", opset)]

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .backend import Backend, KernelContext, KernelSpec
 from .errors import (
     ExecutionError,
@@ -239,14 +241,24 @@ def _transfers(graph: Graph, steps: list[Step]) -> list[Transfer]:
 
 
 def _constants(graph: Graph, steps: list[Step]) -> dict[tuple[str, str], Any]:
-    """Initializers uploaded once to every backend that reads them."""
+    """Initializers uploaded once to every backend that reads them, read-only.
+
+    Read-only, because a kernel may return a view of its input (Reshape, Identity): a
+    caller writing into such an output must not change the model's weights.
+    """
     readers: dict[str, set[Backend]] = defaultdict(set)
     for step in steps:
         for name in _reads(step.node):
             if name in graph.initializers:
                 readers[name].add(step.backend)
     return {
-        (name, backend.name): backend.from_numpy(graph.initializers[name])
+        (name, backend.name): backend.from_numpy(_read_only(graph.initializers[name]))
         for name, backends in readers.items()
         for backend in backends
     }
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

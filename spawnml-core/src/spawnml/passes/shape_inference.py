@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError, SpawnMLError
 from ..ir import Dim, Graph, Node
+from ..ops.defs.tensor import constant_value
 from ..ops.registry import OperatorRegistry
 from ..ops.schema import InferenceContext, TensorType
 
@@ -66,9 +67,8 @@ def _infer_node(
 
 
 def _record_constant(node: Node, constants: dict[str, np.ndarray]) -> None:
-    value = node.attrs.get("value")
-    if isinstance(value, np.ndarray) and node.outputs:
-        constants[node.outputs[0]] = value
+    if node.outputs:
+        constants[node.outputs[0]] = constant_value(node.attrs)
 
 
 def _merge(declared: TensorType | None, inferred: TensorType) -> TensorType:
