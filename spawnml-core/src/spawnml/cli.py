@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
         return args.handler(args) or 0
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (keeps interpreter shutdown quiet)
+        return 0
     except SpawnMLError as error:
         print(f"spawnml: error: {error}", file=sys.stderr)
         return 1
@@ -129,7 +133,7 @@ def _plugins(args: argparse.Namespace) -> int:
     print("Models:")
     for model in report["models"] or [{"name": "none installed (pip install spawnml-models)", "task": ""}]:
         print(f"  {model['name']:<20} {model['task']}")
-    print(f"Operator schemas: {report['operators']}")
+    print(f"Operators known: {report['operators']}")
     print("Plugins:")
     for info in report["plugins"]:
         provides = "; ".join(f"{kind}: {len(items)}" for kind, items in info["provides"].items()) or "nothing"
