@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
+from . import elementwise, nn, reduce, tensor  # noqa: F401  (registration by import)
 from .table import KERNELS
-from . import elementwise, nn, reduce, tensor  # noqa: E402,F401  (registration by import)
 
 __all__ = ["KERNELS"]

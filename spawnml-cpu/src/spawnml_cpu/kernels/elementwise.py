@@ -1,5 +1,334 @@
-"""CPU kernels (placeholder, filled in by its family's change)."""
+"""CPU kernels of the elementwise ai.onnx operators.
+
+Most kernels are one numpy expression ``fn(attrs, *inputs)`` in a table. Inputs narrower
+than float32 (float16, bfloat16) are computed in float32 and rounded once at the end, and
+every result is given exactly the element type ONNX specifies.
+"""
 
 from __future__ import annotations
 
-from .table import KERNELS  # noqa: F401
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from spawnml import dtypes
+from spawnml.backend import KernelContext
+from spawnml.errors import InvalidArgumentError
+from spawnml.ir import Node
+
+from .table import KERNELS
+
+Array = np.ndarray
+Attrs = dict[str, Any]
+#: ``fn(attrs, *inputs)`` computing an operator on (widened) numpy arrays.
+Compute = Callable[..., Array]
+
+BOOL = np.dtype(np.bool_)
+FLOAT32 = np.dtype(np.float32)
+_NARROW_FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16))
+_FLOAT8 = frozenset(map(dtypes.from_onnx, (17, 18, 19, 20)))  # e4m3fn, e4m3fnuz, e5m2, e5m2fnuz
+
+
+def widen(x: Array | None) -> Array | None:
+    """``x`` in the type to compute it in: float32 for narrower floats, else unchanged."""
+    return x.astype(FLOAT32) if x is not None and x.dtype in _NARROW_FLOATS else x
+
+
+def finish(result: Any, dtype: np.dtype, inputs: tuple[Array | None, ...]) -> Array:
+    """``result`` as an array of ``dtype`` that is none of the kernel's inputs."""
+    out = np.asarray(result).astype(dtype, copy=False)
+    return out.copy() if any(out is x for x in inputs) else out
+
+
+def _register(
+    name: str, fn: Compute, out: int | np.dtype = 0, check: Callable[[Node, int], str | None] | None = None
+) -> None:
+    """Register ``fn`` as a kernel; ``out`` is the result's dtype, or the input whose dtype it takes."""
+
+    def kernel(ctx: KernelContext, *inputs: Array | None) -> Array:
+        dtype = inputs[out].dtype if isinstance(out, int) else out
+        with np.errstate(all="ignore"):
+            return finish(fn(ctx.attrs, *map(widen, inputs)), dtype, inputs)
+
+    KERNELS.register(name, check=check)(kernel)
+
+
+def _register_all(
+    table: dict[str, Compute],
+    out: int | np.dtype = 0,
+    checks: dict[str, Callable[[Node, int], str | None]] | None = None,
+) -> None:
+    for name, fn in table.items():
+        _register(name, fn, out, check=(checks or {}).get(name))
+
+
+def _one_of(attribute: str, default: str, allowed: tuple[str, ...]) -> Callable[[Node, int], str | None]:
+    """A load-time check that a string attribute takes one of ``allowed`` values."""
+
+    def check(node: Node, opset: int) -> str | None:
+        value = node.attrs.get(attribute, default)
+        return None if value in allowed else f"{attribute}={value!r} is not one of {list(allowed)}"
+
+    return check
+
+
+# Unary math and activations -----------------------------------------------------------
+
+
+@functools.cache
+def _erf() -> Callable[[Array], Array]:
+    """The error function as a ufunc compiled with numba (numpy has none); compiled on first use."""
+    import numba
+
+    return numba.vectorize(["float32(float32)", "float64(float64)"])(_erf_scalar)
+
+
+def _erf_scalar(value: float) -> float:
+    return math.erf(value)
+
+
+def _softplus(x: Array) -> Array:
+    return np.logaddexp(0, x)
+
+
+def _gelu(attrs: Attrs, x: Array) -> Array:
+    if attrs["approximate"] == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf()(x / math.sqrt(2)))
+
+
+_UFUNCS: dict[str, Callable[[Array], Array]] = {
+    "Abs": np.abs,
+    "Neg": np.negative,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Sqrt": np.sqrt,
+    "Reciprocal": np.reciprocal,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Round": np.round,
+    "Sign": np.sign,
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tan": np.tan,
+    "Asin": np.arcsin,
+    "Acos": np.arccos,
+    "Atan": np.arctan,
+    "Sinh": np.sinh,
+    "Cosh": np.cosh,
+    "Asinh": np.arcsinh,
+    "Acosh": np.arccosh,
+    "Atanh": np.arctanh,
+    "Tanh": np.tanh,
+    "Erf": lambda x: _erf()(x),
+    "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "Relu": lambda x: np.maximum(x, 0),
+    "Softplus": _softplus,
+    "Softsign": lambda x: x / (1 + np.abs(x)),
+    "HardSwish": lambda x: x * np.clip(x / 6 + 0.5, 0, 1),
+    "Mish": lambda x: x * np.tanh(_softplus(x)),
+    "Not": np.logical_not,
+    "BitwiseNot": np.invert,
+}
+_ACTIVATIONS: dict[str, Compute] = {
+    "LeakyRelu": lambda a, x: np.where(x < 0, a["alpha"] * x, x),
+    "Elu": lambda a, x: np.where(x < 0, a["alpha"] * np.expm1(x), x),
+    "Selu": lambda a, x: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.expm1(x)),
+    "Celu": lambda a, x: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
+    "ThresholdedRelu": lambda a, x: np.where(x > a["alpha"], x, 0),
+    "HardSigmoid": lambda a, x: np.clip(a["alpha"] * x + a["beta"], 0, 1),
+    "Gelu": _gelu,
+    "PRelu": lambda a, x, slope: np.where(x < 0, slope * x, x),
+}
+_PREDICATES: dict[str, Compute] = {
+    "IsNaN": lambda a, x: np.isnan(x),
+    "IsInf": lambda a, x: (
+        (np.isposinf(x) & bool(a["detect_positive"])) | (np.isneginf(x) & bool(a["detect_negative"]))
+    ),
+}
+
+_register_all({name: lambda attrs, x, f=ufunc: f(x) for name, ufunc in _UFUNCS.items()})
+_register_all(_ACTIVATIONS, checks={"Gelu": _one_of("approximate", "none", ("none", "tanh"))})
+_register_all(_PREDICATES, out=BOOL)
+
+
+def _clamp(x: Array, low: Any, high: Any) -> Array:
+    """``x`` limited to ``[low, high]``; a bound of None does not limit."""
+    with np.errstate(all="ignore"):
+        result = widen(x)
+        if low is not None:
+            result = np.maximum(result, widen(np.asarray(low)))
+        if high is not None:
+            result = np.minimum(result, widen(np.asarray(high)))
+        return finish(result, x.dtype, (x,))
+
+
+def _finite_range(dtype: np.dtype) -> tuple[Any, Any]:
+    info = np.iinfo(dtype) if dtype.kind in "iu" else ml_dtypes.finfo(dtype)
+    return info.min, info.max
+
+
+@KERNELS.register("Clip", until=11)
+def clip_attributes(ctx: KernelContext, x: Array) -> Array:
+    """Clip by the ``min``/``max`` attributes (none before opset 6, ±FLT_MAX from 6)."""
+    return _clamp(x, ctx.attrs.get("min"), ctx.attrs.get("max"))
+
+
+@KERNELS.register("Clip", since=11)
+def clip(ctx: KernelContext, x: Array, low: Array | None = None, high: Array | None = None) -> Array:
+    """Clip by the ``min``/``max`` inputs; an omitted one is the type's finite limit."""
+    lowest, highest = _finite_range(x.dtype)
+    return _clamp(x, lowest if low is None else low, highest if high is None else high)
+
+
+# Binary and variadic ------------------------------------------------------------------
+
+
+def _truncating_divide(a: Array, b: Array) -> Array:
+    """Integer division rounding toward zero, as in C."""
+    quotient = np.floor_divide(a, b)
+    if a.dtype.kind == "i" or b.dtype.kind == "i":
+        quotient += (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return quotient
+
+
+def divide(a: Array, b: Array) -> Array:
+    """``a / b``, truncating toward zero when both are integers."""
+    integral = a.dtype.kind in "iu" and b.dtype.kind in "iu"
+    return _truncating_divide(a, b) if integral else np.true_divide(a, b)
+
+
+def _power(base: Array, exponent: Array) -> Array:
+    """``base ** exponent``; integer powers with negative exponents truncate like C's pow."""
+    if base.dtype.kind not in "iu" or exponent.dtype.kind not in "iu":
+        return np.power(base, exponent)
+    base, exponent = np.broadcast_arrays(base, exponent)
+    result = np.power(base, np.maximum(exponent, 0))
+    unit = np.where((base == -1) & (exponent % 2 == 1), -1, 1)
+    return np.where(exponent >= 0, result, np.where(np.abs(base) == 1, unit, 0))
+
+
+def _shift(attrs: Attrs, x: Array, y: Array) -> Array:
+    return (np.left_shift if attrs["direction"] == "LEFT" else np.right_shift)(x, y)
+
+
+def _legacy_operand(attrs: Attrs, a: Array, b: Array) -> Array:
+    """Before opset 7, ``broadcast=1`` lays B's dims onto A's from ``axis`` (default: trailing)."""
+    if not attrs.get("broadcast"):
+        return b
+    axis = attrs.get("axis", a.ndim - b.ndim) % max(a.ndim, 1)
+    return b.reshape(b.shape + (1,) * (a.ndim - axis - b.ndim))
+
+
+def _binary(fn: Callable[[Array, Array], Array]) -> Compute:
+    return lambda attrs, a, b: fn(a, _legacy_operand(attrs, a, b))
+
+
+def _variadic(fn: Callable[[Array, Array], Array]) -> Compute:
+    return lambda attrs, *inputs: functools.reduce(fn, inputs)
+
+
+_BINARY: dict[str, Callable[[Array, Array], Array]] = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": divide,
+    "Pow": _power,
+}
+_COMPARISONS: dict[str, Callable[[Array, Array], Array]] = {
+    "Equal": np.equal,
+    "Less": np.less,
+    "Greater": np.greater,
+    "LessOrEqual": np.less_equal,
+    "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.logical_xor,
+}
+_BITWISE: dict[str, Callable[[Array, Array], Array]] = {
+    "BitwiseAnd": np.bitwise_and,
+    "BitwiseOr": np.bitwise_or,
+    "BitwiseXor": np.bitwise_xor,
+}
+
+_register_all({name: _binary(fn) for name, fn in {**_BINARY, **_BITWISE}.items()})
+_register_all({name: _binary(fn) for name, fn in _COMPARISONS.items()}, out=BOOL)
+_register_all(
+    {
+        "Max": _variadic(np.maximum),
+        "Min": _variadic(np.minimum),
+        "Sum": _variadic(np.add),
+        "Mean": lambda attrs, *inputs: functools.reduce(np.add, inputs) / len(inputs),
+        "Mod": lambda attrs, a, b: (np.fmod if attrs["fmod"] else np.mod)(a, b),
+        "BitShift": _shift,
+    },
+    checks={"BitShift": _one_of("direction", "", ("LEFT", "RIGHT"))},
+)
+_register("Where", lambda attrs, condition, x, y: np.where(condition, x, y), out=1)
+
+
+# Casts --------------------------------------------------------------------------------
+
+_CASTABLE = frozenset(
+    dtypes.from_onnx(code) for code in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20)
+)
+
+
+def _check_cast(node: Node, opset: int) -> str | None:
+    try:
+        target = dtypes.from_onnx(int(node.attrs["to"]))
+    except (InvalidArgumentError, KeyError, TypeError, ValueError):
+        return f"to={node.attrs.get('to')!r} is not an element type code"
+    return None if target in _CASTABLE else f"casting to {dtypes.name(target)} is not implemented"
+
+
+def _format_float(value: float) -> str:
+    """A float as onnxruntime writes it: 8 significant digits, NaN and [-]INF."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "INF" if value > 0 else "-INF"
+    return f"{value:.8g}"
+
+
+def _to_strings(x: Array) -> Array:
+    if x.dtype.kind in "biu":
+        items = [str(int(item)) for item in x.reshape(-1).tolist()]
+    else:
+        items = [_format_float(item) for item in x.astype(np.float64).reshape(-1).tolist()]
+    return np.array(items, dtype=dtypes.STRING).reshape(x.shape)
+
+
+def _to_float8(x: Array, target: np.dtype, saturate: bool) -> Array:
+    """Round to a float8 type; with ``saturate``, out-of-range values and infinities become its
+    largest finite value (as in opset 24's table, and onnxruntime at every opset)."""
+    x = x.astype(FLOAT32)
+    if saturate:
+        largest = float(ml_dtypes.finfo(target).max)
+        x = np.clip(x, -largest, largest)
+    return x.astype(target)
+
+
+def _cast(x: Array, target: np.dtype, attrs: Attrs) -> Array:
+    if target == dtypes.STRING and x.dtype != dtypes.STRING:
+        return _to_strings(x)
+    if target in _FLOAT8:
+        return _to_float8(x, target, bool(attrs.get("saturate", 1)))
+    if x.dtype.kind == "V" and target != x.dtype:
+        x = x.astype(FLOAT32)
+    return x.astype(target)
+
+
+@KERNELS.register("Cast", since=6, check=_check_cast)
+def cast(ctx: KernelContext, x: Array) -> Array:
+    with np.errstate(all="ignore"):
+        return _cast(x, dtypes.from_onnx(int(ctx.attrs["to"])), ctx.attrs)
+
+
+@KERNELS.register("CastLike", since=15)
+def cast_like(ctx: KernelContext, x: Array, like: Array) -> Array:
+    with np.errstate(all="ignore"):
+        return _cast(x, like.dtype, ctx.attrs)
