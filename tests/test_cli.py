@@ -82,3 +82,10 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     assert main(["info", str(bogus)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("spawnml: error: ") and "Traceback" not in err
+
+
+def test_operators_lists_versions_and_native_backends(capsys):
+    assert main(["operators", "--json"]) == 0
+    rows = {(row["domain"], row["op_type"]): row for row in json.loads(capsys.readouterr().out)}
+    assert rows[("ai.onnx", "Softmax")]["versions"] == [1, 13]
+    assert rows[("ai.onnx", "Softmax")]["backends"] == ["cpu"]

@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     builtins = [
         Command("plugins", "list installed plugins: backends, formats, models", _configure_json, _plugins),
         Command("models", "list installed model ports and pipelines", _configure_json, _models),
+        Command("operators", "list known operators and which backends run them", _configure_json, _operators),
         Command("info", "describe a model: inputs, outputs, opsets, operators", _configure_info, _info),
         Command("run", "run a model on .npy inputs", _configure_run, _run),
     ]
@@ -156,6 +157,36 @@ def _models(args: argparse.Namespace) -> int:
         print("No model plugins installed (pip install spawnml-models).")
     for spec in specs.values():
         print(f"{spec.name:<24} {spec.task:<22} {spec.description}")
+    return 0
+
+
+def operators_report() -> list[dict[str, Any]]:
+    """What ``spawnml operators --json`` prints: every operator, its versions, its backends."""
+    from .plugins import registry
+
+    loaded = registry()
+    native = {name: backend.kernels.ops() for name, backend in loaded.backends.items()}
+    return [
+        {
+            "domain": domain or "ai.onnx",
+            "op_type": op_type,
+            "versions": [schema.since_version for schema in loaded.operators.versions(domain, op_type)],
+            "backends": sorted(name for name, ops in native.items() if (domain, op_type) in ops),
+        }
+        for domain, op_type in loaded.operators.operators()
+    ]
+
+
+def _operators(args: argparse.Namespace) -> int:
+    rows = operators_report()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        versions = ",".join(map(str, row["versions"]))
+        backends = " ".join(row["backends"]) or "(no backend)"
+        print(f"{row['domain'] + '::' + row['op_type']:<36} {versions:<16} {backends}")
+    print(f"{len(rows)} operators")
     return 0
 
 
