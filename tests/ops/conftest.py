@@ -26,8 +26,10 @@ def make_model(
     graph = helper.make_graph(
         [node],
         op_type.lower(),
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-         for n, a in inputs.items()],
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in inputs.items()
+        ],
         [helper.make_value_info(n, onnx.TypeProto()) for n in output_names],
         [onnx.numpy_helper.from_array(a, n) for n, a in initializers.items()],
     )

@@ -216,18 +216,20 @@ def resize_output(
             elif scale != 1:
                 out[axis] = None
         return tuple(out), factors
-    known = all(isinstance(shape[axis], int) for axis in axes)
     ratios = [
-        np.float32(size) / np.float32(shape[axis]) if known else None
+        float(np.float32(size) / np.float32(shape[axis])) if isinstance(shape[axis], int) else None
         for axis, size in zip(axes, sizes, strict=True)
     ]
-    if policy != "stretch" and known:
-        pick = min if policy == "not_larger" else max
-        ratios = [pick(ratios)] * len(axes)
-    for axis, size, ratio in zip(axes, sizes, ratios, strict=True):
-        factors[axis] = None if ratio is None else float(ratio)
-        stretch = policy == "stretch" or not known
-        out[axis] = int(size) if stretch else int(np.floor(ratio * np.float32(shape[axis]) + 0.5))
+    if policy == "stretch":
+        for axis, size, ratio in zip(axes, sizes, ratios, strict=True):
+            out[axis], factors[axis] = int(size), ratio
+        return tuple(out), factors
+    common = None if None in ratios else (min if policy == "not_larger" else max)(ratios)
+    for axis in axes:
+        factors[axis] = common
+        out[axis] = (
+            None if common is None else int(np.floor(np.float32(common) * np.float32(shape[axis]) + 0.5))
+        )
     return tuple(out), factors
 
 

@@ -1,0 +1,101 @@
+"""Helpers shared by the neural-network kernels: compute types and sliding windows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from spawnml.ops.shapes import sliding_windows, window_attrs
+
+#: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
+_WIDENED = frozenset({np.dtype(np.float16), np.dtype("bfloat16")})
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The type to compute in for inputs of ``dtype`` (float32 for 16-bit floats)."""
+    return np.dtype(np.float32) if dtype in _WIDENED else dtype
+
+
+def widen(array: np.ndarray) -> np.ndarray:
+    """``array`` in its compute type, without copying when it already is."""
+    return array.astype(compute_dtype(array.dtype), copy=False)
+
+
+def per_channel(values: np.ndarray, rank: int) -> np.ndarray:
+    """A ``(C,)`` vector shaped to broadcast against ``(N, C, *spatial)`` of ``rank``."""
+    return values.reshape(-1, *(1,) * (rank - 2))
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches)."""
+    if a.ndim > 2 and b.ndim == 2:
+        return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
+    return np.matmul(a, b)
+
+
+def grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a (G, M, K) @ b (G, K, N)`` as one 2-D GEMM per group."""
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a, b))
+    for group in range(a.shape[0]):
+        np.matmul(a[group], b[group], out=out[group])
+    return out
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Where the windows of a convolution or pooling node lie along each spatial axis."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    begins: tuple[int, ...]
+    ends: tuple[int, ...]
+    out: tuple[int, ...]
+
+    @classmethod
+    def of(cls, attrs: dict[str, Any], sizes: Sequence[int], kernel: Sequence[int]) -> Windows:
+        strides, dilations, _ = window_attrs(attrs, kernel)
+        axes = sliding_windows(sizes, attrs, kernel)
+        return cls(
+            tuple(kernel),
+            tuple(strides),
+            tuple(dilations),
+            tuple(begin for _, begin, _ in axes),
+            tuple(end for _, _, end in axes),
+            tuple(out for out, _, _ in axes),
+        )
+
+    def starts(self, axis: int) -> np.ndarray:
+        """Where each window of ``axis`` starts, in input coordinates."""
+        return np.arange(self.out[axis]) * self.strides[axis] - self.begins[axis]
+
+    def taps(self, axis: int) -> np.ndarray:
+        """Input coordinates ``(out, kernel)`` of every tap of every window on ``axis``."""
+        return self.starts(axis)[:, None] + np.arange(self.kernel[axis]) * self.dilations[axis]
+
+    def each_tap(self, x: np.ndarray, fill: Any = 0) -> Iterator[np.ndarray]:
+        """For each kernel tap in row-major order, the ``(N, C, *out)`` values it reads."""
+        view = self.view(x, fill)
+        for tap in np.ndindex(*self.kernel):
+            yield view[(..., *tap)]
+
+    def view(self, x: np.ndarray, fill: Any = 0) -> np.ndarray:
+        """A ``(N, C, *out, *kernel)`` view of the windows of ``x`` padded with ``fill``."""
+        sizes = x.shape[2:]
+        extents = [(k - 1) * d + 1 for k, d in zip(self.kernel, self.dilations, strict=True)]
+        needed = [(o - 1) * s + e for o, s, e in zip(self.out, self.strides, extents, strict=True)]
+        widths = [(b, max(n - b - size, 0)) for b, n, size in zip(self.begins, needed, sizes, strict=True)]
+        if any(b or e for b, e in widths):
+            x = np.pad(x, [(0, 0), (0, 0), *widths], constant_values=fill)
+        view = sliding_window_view(x, extents, axis=tuple(range(2, x.ndim)))
+        return view[
+            (
+                slice(None),
+                slice(None),
+                *(slice(0, n - e + 1, s) for n, e, s in zip(needed, extents, self.strides, strict=True)),
+                *(slice(None, None, d) for d in self.dilations),
+            )
+        ]

@@ -1,0 +1,197 @@
+"""Quantization: (de)quantize per tensor, axis or block, and exact integer products.
+
+Integer products run as float64 BLAS matmuls: every product of two 8-bit values and
+every sum of fewer than 2**37 of them is exact in float64, so the int32 result is too.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from spawnml.backend import KernelContext
+from spawnml.dtypes import from_onnx
+from spawnml.ir import Node
+from spawnml.ops.shapes import normalize_axis
+
+from .conv import convolve
+from .nn_common import compute_dtype, matmul, per_channel
+from .table import KERNELS
+
+_SMALL_INTEGERS = frozenset(
+    np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
+)
+
+
+def is_integer(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.integer) or dtype in _SMALL_INTEGERS
+
+
+def saturate(values: np.ndarray, dtype: np.dtype, clip: bool = True) -> np.ndarray:
+    """Real values rounded (half to even) and clipped into ``dtype``'s range, or cast to a
+    float8 type, clipped to its finite range when ``clip``."""
+    if is_integer(dtype):
+        info = ml_dtypes.iinfo(dtype)
+        return np.clip(np.rint(values), info.min, info.max).astype(dtype)
+    if clip:
+        limit = float(ml_dtypes.finfo(dtype).max)
+        values = np.clip(values, -limit, limit)
+    return values.astype(dtype)
+
+
+def along(param: np.ndarray, shape: tuple[int, ...], axis: int, block_size: int = 0) -> np.ndarray:
+    """A scale or zero point shaped to broadcast against ``shape``: per tensor, axis or block."""
+    if param.size == 1 and not block_size:
+        return param.reshape(())
+    axis = normalize_axis(axis, len(shape))
+    if block_size:
+        blocks = np.repeat(param, block_size, axis=axis)
+        return blocks[(slice(None),) * axis + (slice(0, shape[axis]),)]
+    return param.reshape(-1, *(1,) * (len(shape) - axis - 1))
+
+
+def shifted(values: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
+    """Quantized values minus their zero point, as float64 (exact up to 32-bit integers)."""
+    values = values.astype(np.float64)
+    return values if zero_point is None else values - zero_point.astype(np.float64)
+
+
+def _quantized_type(ctx: KernelContext, zero_point: np.ndarray | None) -> np.dtype:
+    if zero_point is not None:
+        return zero_point.dtype
+    code = ctx.attrs.get("output_dtype", 0)
+    return from_onnx(code) if code else np.dtype(np.uint8)
+
+
+def _float32_precision(node: Node, opset: int) -> str | None:
+    precision = node.attrs.get("precision", 0)
+    return None if precision in (0, 1) else f"precision {precision} (other than float32) is not supported"
+
+
+@KERNELS.register("QuantizeLinear", since=10, check=_float32_precision)
+def _quantize(
+    ctx: KernelContext, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None
+) -> np.ndarray:
+    dtype = _quantized_type(ctx, zero_point)
+    axis, block = ctx.attrs.get("axis", 1), ctx.attrs.get("block_size", 0)
+    work = compute_dtype(scale.dtype)
+    ratio = x.astype(work) / along(scale, x.shape, axis, block).astype(work)
+    if is_integer(dtype):
+        ratio = np.rint(ratio)
+    if zero_point is not None:
+        ratio = ratio + along(zero_point, x.shape, axis, block).astype(work)
+    return saturate(ratio, dtype, bool(ctx.attrs.get("saturate", 1)))
+
+
+@KERNELS.register("DequantizeLinear", since=10)
+def _dequantize(
+    ctx: KernelContext, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None
+) -> np.ndarray:
+    code = ctx.attrs.get("output_dtype", 0)
+    dtype = from_onnx(code) if code else scale.dtype
+    axis, block = ctx.attrs.get("axis", 1), ctx.attrs.get("block_size", 0)
+    work = compute_dtype(scale.dtype)
+    if zero_point is not None:
+        zero_point = along(zero_point, x.shape, axis, block)
+    values = shifted(x, zero_point).astype(work)
+    return (values * along(scale, x.shape, axis, block).astype(work)).astype(dtype)
+
+
+@KERNELS.register("DynamicQuantizeLinear", since=11)
+def _dynamic_quantize(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = x.astype(np.float32, copy=False)
+    low = min(np.float32(0), x.min(initial=np.float32(0)))
+    high = max(np.float32(0), x.max(initial=np.float32(0)))
+    scale = np.float32((high - low) / np.float32(255)) if high > low else np.float32(1)
+    zero_point = saturate(np.asarray(-low / scale), np.dtype(np.uint8))
+    y = saturate(np.rint(x / scale) + zero_point.astype(np.float32), np.dtype(np.uint8))
+    return y, np.asarray(scale), zero_point
+
+
+def _integer_matmul(
+    a: np.ndarray, b: np.ndarray, a_zero_point: np.ndarray | None, b_zero_point: np.ndarray | None
+) -> np.ndarray:
+    """Exact ``(a - a_zero_point) @ (b - b_zero_point)`` as float64; ``a``'s zero point is per row."""
+    if a_zero_point is not None and a_zero_point.ndim == 1 and a_zero_point.size > 1:
+        a_zero_point = a_zero_point[:, None]
+    return matmul(shifted(a, a_zero_point), shifted(b, b_zero_point))
+
+
+@KERNELS.register("MatMulInteger", since=10)
+def _matmul_integer(
+    ctx: KernelContext,
+    a: np.ndarray,
+    b: np.ndarray,
+    a_zero_point: np.ndarray | None = None,
+    b_zero_point: np.ndarray | None = None,
+) -> np.ndarray:
+    return _integer_matmul(a, b, a_zero_point, b_zero_point).astype(np.int32)
+
+
+def _integer_conv(
+    attrs: dict,
+    x: np.ndarray,
+    w: np.ndarray,
+    x_zero_point: np.ndarray | None,
+    w_zero_point: np.ndarray | None,
+) -> np.ndarray:
+    """Exact convolution of zero-point-shifted ``x`` and ``w`` (per output channel) as float64."""
+    if w_zero_point is not None:
+        w_zero_point = along(w_zero_point, w.shape, 0)
+    return convolve(attrs, shifted(x, x_zero_point), shifted(w, w_zero_point))
+
+
+@KERNELS.register("ConvInteger", since=10)
+def _conv_integer(
+    ctx: KernelContext,
+    x: np.ndarray,
+    w: np.ndarray,
+    x_zero_point: np.ndarray | None = None,
+    w_zero_point: np.ndarray | None = None,
+) -> np.ndarray:
+    return _integer_conv(ctx.attrs, x, w, x_zero_point, w_zero_point).astype(np.int32)
+
+
+def _requantize(
+    accumulated: np.ndarray, scale: np.ndarray, y_scale: np.ndarray, y_zero_point: np.ndarray
+) -> np.ndarray:
+    """Integer accumulators scaled by ``scale / y_scale`` in float32, into ``y``'s type."""
+    multiplier = scale.astype(np.float32) / y_scale.astype(np.float32)
+    values = np.rint(accumulated.astype(np.float32) * multiplier)
+    return saturate(values + y_zero_point.astype(np.float32), y_zero_point.dtype)
+
+
+@KERNELS.register("QLinearMatMul", since=10)
+def _qlinear_matmul(
+    ctx: KernelContext,
+    a: np.ndarray,
+    a_scale: np.ndarray,
+    a_zero_point: np.ndarray,
+    b: np.ndarray,
+    b_scale: np.ndarray,
+    b_zero_point: np.ndarray,
+    y_scale: np.ndarray,
+    y_zero_point: np.ndarray,
+) -> np.ndarray:
+    accumulated = _integer_matmul(a, b, a_zero_point, b_zero_point)
+    scale = a_scale.astype(np.float32) * b_scale.astype(np.float32)
+    return _requantize(accumulated, scale, y_scale, y_zero_point)
+
+
+@KERNELS.register("QLinearConv", since=10)
+def _qlinear_conv(
+    ctx: KernelContext,
+    x: np.ndarray,
+    x_scale: np.ndarray,
+    x_zero_point: np.ndarray,
+    w: np.ndarray,
+    w_scale: np.ndarray,
+    w_zero_point: np.ndarray,
+    y_scale: np.ndarray,
+    y_zero_point: np.ndarray,
+    bias: np.ndarray | None = None,
+) -> np.ndarray:
+    accumulated = _integer_conv(ctx.attrs, x, w, x_zero_point, w_zero_point)
+    if bias is not None:
+        accumulated = accumulated + per_channel(bias.astype(np.float64), accumulated.ndim)
+    scale = x_scale.astype(np.float32) * w_scale.astype(np.float32).reshape(-1)
+    return _requantize(accumulated, per_channel(scale, accumulated.ndim), y_scale, y_zero_point)
