@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from . import elementwise, nn, reduce, tensor  # noqa: F401  (registration by import)
+from . import (  # noqa: F401  (registration by import)
+    attention,
+    contrib,
+    control,
+    elementwise,
+    loss,
+    misc,
+    ml,
+    nn,
+    recurrent,
+    reduce,
+    signal,
+    strings,
+    tensor,
+    vision,
+)
 from .table import KERNELS
 
 __all__ = ["KERNELS"]

@@ -1,13 +1,42 @@
-"""Core's ai.onnx operator schemas, one module per operator family."""
+"""Core's operator schemas, one module per operator family."""
 
 from __future__ import annotations
 
 from ..schema import OpSchema
-from . import elementwise, nn, reduce, tensor
+from . import (
+    attention,
+    contrib,
+    control,
+    elementwise,
+    loss,
+    misc,
+    ml,
+    nn,
+    recurrent,
+    reduce,
+    signal,
+    strings,
+    tensor,
+    vision,
+)
 
 SCHEMAS: list[OpSchema] = [
-    *elementwise.SCHEMAS,
-    *reduce.SCHEMAS,
-    *tensor.SCHEMAS,
-    *nn.SCHEMAS,
+    schema
+    for family in (
+        elementwise,
+        reduce,
+        tensor,
+        nn,
+        control,
+        recurrent,
+        attention,
+        loss,
+        vision,
+        signal,
+        misc,
+        strings,
+        ml,
+        contrib,
+    )
+    for schema in family.SCHEMAS
 ]
