@@ -36,5 +36,10 @@ def register_models(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_reference_models(register: Callable[..., None]) -> None:
+    """Register real models for conformance: ``register(ReferenceModel(...))`` (see :mod:`spawnml.models`)."""
+
+
+@hookspec
 def register_commands(register: Callable[..., None]) -> None:
     """Register CLI subcommands: ``register(Command(...))`` (see :mod:`spawnml.cli`)."""

@@ -14,7 +14,7 @@ import pluggy
 from ..backend import Backend
 from ..errors import PluginError
 from ..formats import FormatLoader
-from ..models import ModelSpec
+from ..models import ModelSpec, ReferenceModel
 from ..ops.registry import OperatorRegistry
 from ..ops.schema import OpSchema
 from . import hookspecs
@@ -45,6 +45,7 @@ class Registry:
     formats: dict[str, FormatLoader] = field(default_factory=dict)
     operators: OperatorRegistry = field(default_factory=OperatorRegistry)
     models: dict[str, ModelSpec] = field(default_factory=dict)
+    reference_models: dict[str, ReferenceModel] = field(default_factory=dict)
     commands: dict[str, Any] = field(default_factory=dict)
     plugins: dict[str, PluginInfo] = field(default_factory=dict)
 
@@ -123,6 +124,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
         "register_formats": _add_format,
         "register_operators": _add_operator,
         "register_models": _add_model,
+        "register_reference_models": _add_reference_model,
         "register_commands": _add_command,
     }
     for hook_name, add in adders.items():
@@ -166,6 +168,14 @@ def _add_model(result: Registry, plugin: str, spec: Any) -> str:
     _unique(result.models, spec.name, "model", plugin)
     result.models[spec.name] = spec
     return spec.name
+
+
+def _add_reference_model(result: Registry, plugin: str, model: Any) -> str:
+    if not isinstance(model, ReferenceModel):
+        raise PluginError(f"plugin {plugin!r} registered {model!r}, not a ReferenceModel")
+    _unique(result.reference_models, model.name, "reference model", plugin)
+    result.reference_models[model.name] = model
+    return model.name
 
 
 def _add_command(result: Registry, plugin: str, command: Any) -> str:
