@@ -26,14 +26,23 @@ Shape = tuple[Dim, ...] | None
 
 DEFAULT_DOMAIN = ""  # the ai.onnx operator set
 
+#: The kinds of value: a tensor, a sequence of tensors, or an optional (present or empty).
+TENSOR, SEQUENCE, OPTIONAL = "tensor", "sequence", "optional"
+
 
 @dataclass
 class Value:
-    """A named tensor of the graph: its element type and (possibly symbolic) shape."""
+    """A named value of the graph.
+
+    A tensor has an element type and a (possibly symbolic) shape. A sequence or an
+    optional has neither; ``element`` describes what it holds, as a nameless value.
+    """
 
     name: str
     dtype: np.dtype | None = None
     shape: Shape = None
+    kind: str = TENSOR
+    element: Value | None = None  # of a sequence or optional, when declared
 
     @property
     def rank(self) -> int | None:

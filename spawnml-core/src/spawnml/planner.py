@@ -26,8 +26,9 @@ from .errors import (
 )
 from .ir import Graph, Node
 from .ops.registry import OperatorRegistry
+from .tensor import EMPTY_OPTIONAL, TensorSequence
 
-#: A value at run time: the buffer and the backend that holds it.
+#: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
 Placed = tuple[Any, Backend]
 
 
@@ -133,7 +134,12 @@ class Scope:
 
 
 def _move(buffer: Any, source: Backend, target: Backend) -> Any:
-    return buffer if source is target else target.from_numpy(source.to_numpy(buffer))
+    """The value on ``target``: a buffer copied, a sequence item by item, an empty optional as is."""
+    if source is target or buffer is EMPTY_OPTIONAL:
+        return buffer
+    if isinstance(buffer, TensorSequence):
+        return TensorSequence(tuple(_move(item, source, target) for item in buffer.items), buffer.dtype)
+    return target.from_numpy(source.to_numpy(buffer))
 
 
 def build_plan(graph: Graph, providers: Sequence[Backend], operators: OperatorRegistry) -> Plan:

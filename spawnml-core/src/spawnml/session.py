@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -12,10 +12,15 @@ from . import dtypes
 from .backend import Backend
 from .errors import BackendUnavailableError, InvalidArgumentError, InvalidFeedError
 from .formats import ModelSource, PathOrBytes, load
-from .ir import Graph, Shape, Value
+from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
 from .limits import Limits
-from .planner import Plan, Transfer, build_plan
-from .tensor import Tensor
+from .planner import Placed, Plan, Transfer, build_plan
+from .tensor import EMPTY_OPTIONAL, Tensor, TensorSequence
+
+#: What a session returns for one output: a tensor, a sequence's tensors, or None for an
+#: empty optional (on the host: arrays in place of tensors).
+Output = Tensor | list[Tensor] | None
+HostOutput = np.ndarray | list[np.ndarray] | None
 
 #: onnxruntime provider names accepted as aliases, so ported code keeps working.
 PROVIDER_ALIASES = {
@@ -80,19 +85,21 @@ class InferenceSession:
 
     def run(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None
-    ) -> list[np.ndarray]:
-        """Run the model on host arrays and return host arrays, like onnxruntime."""
-        return [tensor.numpy() for tensor in self.run_with_tensors(output_names, input_feed)]
+    ) -> list[HostOutput]:
+        """Run the model on host arrays and return host arrays, like onnxruntime.
+
+        A sequence is fed and returned as a list of arrays, an empty optional as None.
+        """
+        return [_to_host(output) for output in self.run_with_tensors(output_names, input_feed)]
 
     # -- device-resident execution --------------------------------------------------------
     def run_with_tensors(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
-    ) -> list[Tensor]:
+    ) -> list[Output]:
         """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
         names = self._output_names(output_names)
         placed = self._check_feeds(input_feed)
-        results = self._plan.run(placed, names)
-        return [Tensor(buffer, backend) for buffer, backend in results]
+        return [_output(buffer, backend) for buffer, backend in self._plan.run(placed, names)]
 
     # -- introspection ----------------------------------------------------------------------
     @property
@@ -129,17 +136,45 @@ class InferenceSession:
         absent = [name for name in required if name not in feeds]
         if absent:
             raise InvalidFeedError(f"missing input(s) {absent}; the model requires {required}")
-        first = self._providers[0]
-        placed: dict[str, tuple[Any, Backend]] = {}
         symbols: dict[str, tuple[int, str]] = {}
-        for name, feed in feeds.items():
-            if isinstance(feed, Tensor):
-                buffer, backend = feed.buffer, feed.backend
-            else:
-                buffer, backend = first.from_numpy(_as_array(name, feed)), first
-            _check_feed(self._feedable[name], backend.dtype_of(buffer), backend.shape_of(buffer), symbols)
-            placed[name] = (buffer, backend)
-        return placed
+        return {name: self._placed(self._feedable[name], feed, symbols) for name, feed in feeds.items()}
+
+    def _placed(self, expected: Value, feed: Any, symbols: dict[str, tuple[int, str]]) -> Placed:
+        """One feed on its backend, checked against the value the model declares."""
+        if expected.kind == OPTIONAL and feed is None:
+            return EMPTY_OPTIONAL, self._providers[0]
+        if expected.kind == OPTIONAL:
+            return self._placed(_content(expected), feed, symbols)
+        if expected.kind == SEQUENCE:
+            return self._placed_sequence(expected, feed)
+        buffer, backend = self._placed_tensor(expected.name, feed)
+        _check_feed(expected, backend.dtype_of(buffer), backend.shape_of(buffer), symbols)
+        return buffer, backend
+
+    def _placed_tensor(self, name: str, feed: Any) -> Placed:
+        if isinstance(feed, Tensor):
+            return feed.buffer, feed.backend
+        first = self._providers[0]
+        return first.from_numpy(_as_array(name, feed)), first
+
+    def _placed_sequence(self, expected: Value, feed: Any) -> Placed:
+        """A list of tensors as a sequence; each is checked like a tensor input of its own."""
+        name = expected.name
+        if not isinstance(feed, list | tuple):
+            raise InvalidFeedError(
+                f"input {name!r} is a sequence: feed a list of arrays, not {type(feed).__name__}"
+            )
+        element = _content(expected)
+        items = [self._placed_tensor(f"{name}[{i}]", item) for i, item in enumerate(feed)]
+        backends = {backend.name for _, backend in items}
+        if len(backends) > 1:
+            raise InvalidFeedError(f"input {name!r}: the tensors of a sequence lie on {sorted(backends)}")
+        backend = items[0][1] if items else self._providers[0]
+        dtype = element.dtype if element.dtype is not None or not items else backend.dtype_of(items[0][0])
+        for i, (buffer, _) in enumerate(items):
+            item = replace(element, name=f"{name}[{i}]", dtype=dtype)
+            _check_feed(item, backend.dtype_of(buffer), backend.shape_of(buffer), {})
+        return TensorSequence(tuple(buffer for buffer, _ in items), dtype), backend
 
 
 def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
@@ -170,7 +205,34 @@ def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
 
 def _node_arg(value: Value) -> NodeArg:
     shape = [] if value.shape is None else list(value.shape)
-    return NodeArg(value.name, dtypes.type_string(value.dtype), shape)
+    return NodeArg(value.name, _type_string(value), shape)
+
+
+def _type_string(value: Value) -> str:
+    """onnxruntime's name of a value's type, e.g. ``seq(tensor(float))``."""
+    if value.kind == TENSOR:
+        return dtypes.type_string(value.dtype)
+    container = "seq" if value.kind == SEQUENCE else value.kind
+    return f"{container}({_type_string(_content(value))})"
+
+
+def _content(value: Value) -> Value:
+    """What a sequence or optional holds, under the container's name (unknown if undeclared)."""
+    return Value(value.name) if value.element is None else replace(value.element, name=value.name)
+
+
+def _output(buffer: Any, backend: Backend) -> Output:
+    if buffer is EMPTY_OPTIONAL:
+        return None
+    if isinstance(buffer, TensorSequence):
+        return [Tensor(item, backend) for item in buffer.items]
+    return Tensor(buffer, backend)
+
+
+def _to_host(output: Output) -> HostOutput:
+    if isinstance(output, list):
+        return [tensor.numpy() for tensor in output]
+    return None if output is None else output.numpy()
 
 
 def _as_array(name: str, feed: Any) -> np.ndarray:

@@ -1,14 +1,43 @@
-"""The tensor protocol: one tensor type for every device, exchanged through DLPack."""
+"""The tensor protocol: one tensor type for every device, exchanged through DLPack.
+
+Sequences and optionals, the other kinds of ONNX value, live on a backend as a
+:class:`TensorSequence` of its buffers and as the buffer itself or :data:`EMPTY_OPTIONAL`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import numpy as np
 
 from . import dtypes
 from .backend import Backend
 from .errors import BackendUnavailableError
+
+
+@dataclass(frozen=True)
+class TensorSequence:
+    """An ONNX sequence on one backend: its tensors' buffers in order, and their element type."""
+
+    items: tuple[Any, ...]
+    dtype: np.dtype | None  # None only where nothing declares it and there are no items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class EmptyOptional:
+    """The value of an optional that holds nothing; an optional that holds a value is that value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "EMPTY_OPTIONAL"
+
+
+#: The one empty optional, returned to callers as ``None`` (as onnxruntime does).
+EMPTY_OPTIONAL: Final = EmptyOptional()
 
 
 class Tensor:

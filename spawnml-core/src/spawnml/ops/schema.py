@@ -21,7 +21,20 @@ class _Required:
 REQUIRED: Any = _Required()
 
 ATTRIBUTE_KINDS = frozenset(
-    {"int", "float", "string", "tensor", "graph", "ints", "floats", "strings", "tensors", "graphs"}
+    {
+        "int",
+        "float",
+        "string",
+        "tensor",
+        "graph",
+        "type_proto",
+        "ints",
+        "floats",
+        "strings",
+        "tensors",
+        "graphs",
+        "type_protos",
+    }
 )
 
 

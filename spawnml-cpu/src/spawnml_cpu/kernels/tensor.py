@@ -445,6 +445,8 @@ def constant_of_shape(ctx: KernelContext, shape: np.ndarray) -> np.ndarray:
 
 @KERNELS.register("Range")
 def range_(ctx: KernelContext, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    # Scalars by the spec; one-element tensors too, as onnxruntime accepts them.
+    start, limit, delta = (np.asarray(value).reshape(()) for value in (start, limit, delta))
     if delta == 0:
         raise ValueError("Range delta cannot be 0")
     count = range_length(start, limit, delta)

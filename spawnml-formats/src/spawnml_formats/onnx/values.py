@@ -1,8 +1,8 @@
 """ONNX types to IR values: element types, and shapes with symbolic dimensions.
 
-Only dense tensor types become typed values. Sequence, map, optional, sparse and opaque
-types have no dtype or shape in the IR, so such a value is declared with ``dtype`` and
-``shape`` both None.
+Dense tensor types become typed tensor values; sequence and optional types become values
+of that kind whose ``element`` is the type they hold. Map, sparse and opaque types have
+no counterpart in the IR, so such a value is a tensor of unknown type and shape.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, TensorShapeProto, TypeProto, ValueInfoProto
 from spawnml import InvalidArgumentError, Limits, ModelLoadError, dtypes
-from spawnml.ir import Dim, Shape, Value
+from spawnml.ir import OPTIONAL, SEQUENCE, Dim, Shape, Value
 
 
 def element_type(code: int, where: str) -> np.dtype | None:
@@ -30,7 +30,12 @@ def value_from_info(info: ValueInfoProto, limits: Limits) -> Value:
 
 def type_value(name: str, proto: TypeProto, limits: Limits) -> Value:
     """An IR value of the given name and ONNX type."""
-    if proto.WhichOneof("value") != "tensor_type":
+    which = proto.WhichOneof("value")
+    if which == "sequence_type":
+        return Value(name, kind=SEQUENCE, element=_element(proto.sequence_type.elem_type, limits))
+    if which == "optional_type":
+        return Value(name, kind=OPTIONAL, element=_element(proto.optional_type.elem_type, limits))
+    if which != "tensor_type":
         return Value(name)
     tensor = proto.tensor_type
     where = f"value {name!r}"
@@ -38,6 +43,11 @@ def type_value(name: str, proto: TypeProto, limits: Limits) -> Value:
     if shape is not None:
         limits.check("rank", len(shape), limits.max_rank, where)
     return Value(name, element_type(tensor.elem_type, where), shape)
+
+
+def _element(proto: TypeProto, limits: Limits) -> Value | None:
+    """The nameless value a container holds; None when its type is not given."""
+    return type_value("", proto, limits) if proto.WhichOneof("value") else None
 
 
 def _shape(proto: TensorShapeProto) -> Shape:
