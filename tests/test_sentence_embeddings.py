@@ -8,13 +8,12 @@ Needs ``scripts/fetch-models``; skips without the files unless ``SPAWNML_REQUIRE
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import onnxruntime
 import pytest
-from spawnml_models.assets import MissingAssetError, asset_file
+from spawnml_models.assets import asset_file
 from spawnml_models.commands import DEMO_SENTENCES
 from spawnml_models.embeddings import (
     MAX_SEQ_LENGTH,
@@ -24,6 +23,8 @@ from spawnml_models.embeddings import (
     load_tokenizer,
 )
 from tokenizers import Tokenizer
+
+from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
 
@@ -37,24 +38,14 @@ SENTENCES = [
 ]
 
 
-def cached(asset: str, name: str) -> Path:
-    """A fetched model file; skips the test without it, or fails under SPAWNML_REQUIRE_MODELS=1."""
-    try:
-        return asset_file(asset, name)
-    except MissingAssetError as error:
-        if os.environ.get("SPAWNML_REQUIRE_MODELS") == "1":
-            pytest.fail(f"SPAWNML_REQUIRE_MODELS=1 and {error}")
-        pytest.skip(f"model files not fetched (run {error.command})")
-
-
 @pytest.fixture(scope="module")
 def model() -> Path:
-    return cached(MODEL_ASSET, "model.onnx")
+    return require(lambda: asset_file(MODEL_ASSET, "model.onnx"))
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Path:
-    return cached(TOKENIZER_ASSET, "tokenizer.json")
+    return require(lambda: asset_file(TOKENIZER_ASSET, "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +103,8 @@ def test_similarity_is_symmetric_with_unit_diagonal(pipeline):
 
 
 def test_tokenization_follows_the_sentence_transformers_config(tokenizer):
-    bert = json.loads(cached(TOKENIZER_ASSET, "sentence_bert_config.json").read_text())
-    pooling = json.loads(cached(TOKENIZER_ASSET, "1_Pooling/config.json").read_text())
+    bert = json.loads(require(lambda: asset_file(TOKENIZER_ASSET, "sentence_bert_config.json")).read_text())
+    pooling = json.loads(require(lambda: asset_file(TOKENIZER_ASSET, "1_Pooling/config.json")).read_text())
     assert bert["max_seq_length"] == MAX_SEQ_LENGTH
     assert pooling["pooling_mode_mean_tokens"] and not pooling["pooling_mode_cls_token"]
     wordpiece = load_tokenizer(tokenizer)

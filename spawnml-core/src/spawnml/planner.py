@@ -196,7 +196,7 @@ def _plan_graph(
         assert kernel is not None  # _choose only picks backends with a kernel
         steps.append(Step(node, chosen, kernel, attrs, opset, bodies=bodies))
     _mark_releases(graph, steps)
-    return Plan(graph, steps, _transfers(graph, steps), _constants(graph, steps), providers[0])
+    return Plan(graph, steps, _transfers(graph, steps, providers[0]), _constants(graph, steps), providers[0])
 
 
 def _choose(node: Node, opset: int, providers: Sequence[Backend]) -> tuple[Backend | None, list[str]]:
@@ -235,8 +235,12 @@ def _reads(node: Node) -> set[str]:
     return names
 
 
-def _transfers(graph: Graph, steps: list[Step]) -> list[Transfer]:
-    producer = {name: step.backend.name for step in steps for name in step.node.outputs}
+def _transfers(graph: Graph, steps: list[Step], feed_backend: Backend) -> list[Transfer]:
+    """Values read on another provider than the one holding them (feeds start on the first)."""
+    producer = {
+        value.name: feed_backend.name for value in graph.inputs if value.name not in graph.initializers
+    }
+    producer.update({name: step.backend.name for step in steps for name in step.node.outputs})
     found = []
     for step in steps:
         for name in step.node.inputs:

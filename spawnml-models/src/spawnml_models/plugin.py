@@ -1,4 +1,4 @@
-"""Entry-point plugin: registers the sentence-embedding pipeline and ``spawnml embed``."""
+"""Entry-point plugin: the sentence-embedding pipeline, ``spawnml embed`` and the reference models."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from spawnml.plugins import hookimpl
 from .assets import FETCH_SCRIPT, manifest
 from .commands import EMBED
 from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline
+from .reference_models import REFERENCE_MODELS
 
 
 @hookimpl
@@ -33,3 +34,9 @@ def register_models(register: Callable[..., None]) -> None:
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
     register(EMBED)
+
+
+@hookimpl
+def register_reference_models(register: Callable[..., None]) -> None:
+    for model in REFERENCE_MODELS:
+        register(model)

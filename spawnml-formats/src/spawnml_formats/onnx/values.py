@@ -57,11 +57,13 @@ def _shape(proto: TensorShapeProto) -> Shape:
 def _dim(proto: TensorShapeProto.Dimension) -> Dim:
     """``dim_value`` as int, ``dim_param`` as its name; unknown (None) when neither is given.
 
-    Negative sizes, which some old exporters wrote for dynamic dimensions, are unknown too.
+    Negative sizes, which some old exporters wrote for dynamic dimensions, are unknown too,
+    and so is the name ``?``, which some exporters (paddle2onnx) write for "unknown" on
+    several axes that need not be equal.
     """
     kind = proto.WhichOneof("value")
     if kind == "dim_value":
         return proto.dim_value if proto.dim_value >= 0 else None
     if kind == "dim_param":
-        return proto.dim_param or None
+        return proto.dim_param if proto.dim_param not in ("", "?") else None
     return None
