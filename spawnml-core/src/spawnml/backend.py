@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -96,6 +97,9 @@ class Backend(ABC):
 
     name: ClassVar[str]
     kernels: ClassVar[KernelTable]
+    #: The conformance cases this backend is expected to fail: a TOML file with a ``[cases]``
+    #: table of ``test_name = "reason"`` (see :mod:`spawnml.conformance.expectations`).
+    expected_failures: ClassVar[Traversable | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

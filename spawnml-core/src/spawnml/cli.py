@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .conformance.command import configure_conformance, run_conformance
     from .plugins import registry
 
     parser = argparse.ArgumentParser(prog="spawnml", description="Run neural networks from any model file.")
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         Command("operators", "list known operators and which backends run them", _configure_json, _operators),
         Command("info", "describe a model: inputs, outputs, opsets, operators", _configure_info, _info),
         Command("run", "run a model on .npy inputs", _configure_run, _run),
+        Command("conformance", "check a backend's conformance", configure_conformance, run_conformance),
     ]
     for command in [*builtins, *registry().commands.values()]:
         sub = commands.add_parser(command.name, help=command.help, description=command.help)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ class CPUBackend(Backend):
 
     name = "cpu"
     kernels = KERNELS
+    expected_failures = files(__package__) / "expected_failures.toml"
 
     def availability(self) -> Availability:
         return Availability(True)

@@ -1,0 +1,82 @@
+"""The pytest side of the kit: ``pytest --pyargs spawnml.conformance --backend NAME``.
+
+Registered under the ``pytest11`` entry point, this module only adds options: pytest
+runs that do not collect the suite are unaffected, and nothing here imports onnx. The
+suite's items are one per case: expected failures are ``xfail(strict=True)`` with their
+reason (so an unexpected pass fails), refusals and missing model files are skips with
+the message (a missing file fails instead under ``SPAWNML_REQUIRE_MODELS=1``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .case import KINDS, MODEL_KIND
+
+if TYPE_CHECKING:
+    from .case import Case
+
+#: Set to 1 to turn a missing reference-model file into a failure, as scripts/test does.
+REQUIRE_MODELS_ENV = "SPAWNML_REQUIRE_MODELS"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("spawnml-conformance", "SpawnML conformance suite")
+    group.addoption(
+        "--backend",
+        metavar="NAME",
+        help="the installed SpawnML backend that `pytest --pyargs spawnml.conformance` checks",
+    )
+    group.addoption(
+        "--conformance-kind",
+        action="append",
+        choices=KINDS,
+        metavar="KIND",
+        help=f"case kinds of the conformance suite, repeatable (default: all of {', '.join(KINDS)})",
+    )
+
+
+def suite_params(backends: Iterable[str], kinds: Sequence[str] = KINDS) -> Iterator[Any]:
+    """``pytest.param(backend, case)`` for every case on every backend, marked as the backend says.
+
+    An unavailable backend gives one skipped param with its availability reason.
+    """
+    from ..plugins import backends as installed
+    from .expectations import ExpectedFailures
+    from .suite import load_cases
+
+    cases: list[Case] | None = None
+    for name in backends:
+        if name not in installed():
+            raise pytest.UsageError(f"--backend {name!r} is not installed; installed: {sorted(installed())}")
+        backend = installed()[name]
+        status = backend.availability()
+        if not status.available:
+            yield pytest.param(name, None, id=name, marks=pytest.mark.skip(reason=f"{name}: {status.reason}"))
+            continue
+        cases = load_cases(kinds) if cases is None else cases
+        expected = ExpectedFailures.of_backend(backend)
+        for case in cases:
+            reason = expected.reason(case.name)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(name, case, id=f"{name}-{case.name}", marks=marks)
+
+
+def check_case(backend: str, case: Case) -> None:
+    """Run ``case`` on ``backend`` as a pytest test: pass, fail, or skip with the message."""
+    from .runner import SpawnMLTarget, Status, run_case
+
+    outcome = run_case(case, SpawnMLTarget(backend))
+    if outcome.status is Status.PASS:
+        return
+    if outcome.status is Status.REFUSED:
+        pytest.skip("refused: " + " ".join(outcome.message.split()))  # one line in pytest's summary
+    if outcome.status is Status.SKIPPED:
+        if case.kind == MODEL_KIND and os.environ.get(REQUIRE_MODELS_ENV) == "1":
+            pytest.fail(f"{REQUIRE_MODELS_ENV}=1 and {outcome.message}", pytrace=False)
+        pytest.skip(outcome.message)
+    pytest.fail(f"{outcome.status}: {outcome.message}", pytrace=False)

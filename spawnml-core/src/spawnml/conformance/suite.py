@@ -1,0 +1,69 @@
+"""The suite: collect cases by kind, run them on a backend, apply its expected failures."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidArgumentError
+from .case import KINDS, MODEL_KIND, ONNX_KINDS, PROPERTY_KIND, Case
+from .expectations import ExpectedFailures, Verdict
+from .onnx_cases import onnx_cases
+from .properties import property_cases
+from .references import reference_cases
+from .runner import OnnxRuntimeTarget, Outcome, SpawnMLTarget, run_case
+
+LOADERS: dict[str, Callable[[], list[Case]]] = {
+    **{kind: functools.partial(onnx_cases, kind) for kind in ONNX_KINDS},
+    PROPERTY_KIND: property_cases,
+    MODEL_KIND: reference_cases,
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One case on the backend, what it means for the suite, and the same case on onnxruntime."""
+
+    outcome: Outcome
+    verdict: Verdict
+    reason: str | None = None  # why the backend declares it an expected failure
+    onnxruntime: Outcome | None = None  # None: not compared, skipped, or onnxruntime is the reference
+
+
+def load_cases(kinds: Sequence[str] = KINDS, match: str | None = None) -> list[Case]:
+    """The cases of ``kinds`` (in the order of :data:`KINDS`) whose names match ``match``."""
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise InvalidArgumentError(f"unknown case kind(s) {unknown}; the kinds are {list(KINDS)}")
+    cases = [case for kind in KINDS if kind in kinds for case in LOADERS[kind]()]
+    if match is None:
+        return cases
+    pattern = re.compile(match)
+    return [case for case in cases if pattern.search(case.name)]
+
+
+def run_suite(
+    backend: str,
+    cases: Sequence[Case],
+    expected: ExpectedFailures,
+    compare_onnxruntime: bool = False,
+    progress: Callable[[int, Result], None] | None = None,
+) -> list[Result]:
+    """Run every case on ``backend`` (and on onnxruntime when asked); ``progress`` hears each."""
+    target = SpawnMLTarget(backend)
+    results = []
+    for index, case in enumerate(cases):
+        outcome = run_case(case, target)
+        compared = compare_onnxruntime and case.expected is not None and not case.skip
+        result = Result(
+            outcome,
+            expected.verdict(outcome),
+            expected.reason(case.name),
+            run_case(case, OnnxRuntimeTarget()) if compared else None,
+        )
+        results.append(result)
+        if progress is not None:
+            progress(index, result)
+    return results
