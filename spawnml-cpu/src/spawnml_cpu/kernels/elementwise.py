@@ -141,7 +141,6 @@ _ACTIVATIONS: dict[str, Compute] = {
     "ThresholdedRelu": lambda a, x: np.where(x > a["alpha"], x, 0),
     "HardSigmoid": lambda a, x: np.clip(a["alpha"] * x + a["beta"], 0, 1),
     "Gelu": _gelu,
-    "PRelu": lambda a, x, slope: np.where(x < 0, slope * x, x),
 }
 _PREDICATES: dict[str, Compute] = {
     "IsNaN": lambda a, x: np.isnan(x),
@@ -153,6 +152,15 @@ _PREDICATES: dict[str, Compute] = {
 _register_all({name: lambda attrs, x, f=ufunc: f(x) for name, ufunc in _UFUNCS.items()})
 _register_all(_ACTIVATIONS, checks={"Gelu": _one_of("approximate", "none", ("none", "tanh"))})
 _register_all(_PREDICATES, out=BOOL)
+
+
+@KERNELS.register("PRelu")
+def prelu(ctx: KernelContext, x: Array, slope: Array) -> Array:
+    """Before opset 7 a 1-D slope as long as the channel axis is per channel, not broadcast."""
+    if ctx.opset < 7 and slope.ndim == 1 and x.ndim > 2 and slope.size == x.shape[1] != 1:
+        slope = slope.reshape((-1,) + (1,) * (x.ndim - 2))
+    with np.errstate(all="ignore"):
+        return finish(np.where(x < 0, widen(slope) * widen(x), widen(x)), x.dtype, (x, slope))
 
 
 def _clamp(x: Array, low: Any, high: Any) -> Array:

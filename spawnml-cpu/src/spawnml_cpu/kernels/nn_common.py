@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,8 @@ def per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches)."""
     if a.ndim > 2 and b.ndim == 2:
-        return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
+        rows = math.prod(a.shape[:-1])  # explicit: -1 is ambiguous when a is empty
+        return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
     return np.matmul(a, b)
 
 

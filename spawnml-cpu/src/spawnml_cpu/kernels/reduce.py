@@ -121,12 +121,12 @@ def _shift_forward(total: Array, axis: int) -> Array:
 
 
 def _softmax(x: Array, axis: int) -> Array:
-    exp = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    exp = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
     return exp / np.sum(exp, axis=axis, keepdims=True)
 
 
 def _log_softmax(x: Array, axis: int) -> Array:
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
