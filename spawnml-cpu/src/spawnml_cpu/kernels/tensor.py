@@ -17,6 +17,7 @@ from spawnml.ir import Node
 from spawnml.ops.defs.tensor import constant_value, einsum_terms, range_length
 from spawnml.ops.shapes import as_text
 
+from .elementwise import widen
 from .table import KERNELS
 
 INT64 = np.dtype(np.int64)
@@ -489,5 +490,6 @@ def dropout(
 )
 def einsum(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     terms, output = einsum_terms(as_text(ctx.attrs["equation"]))
-    result = np.einsum(f"{','.join(terms)}->{output}", *inputs, optimize=len(inputs) > 1)
+    operands = [widen(x) for x in inputs]  # numpy's einsum has no 16-bit brain floats
+    result = np.einsum(f"{','.join(terms)}->{output}", *operands, optimize=len(inputs) > 1)
     return np.asarray(result, dtype=inputs[0].dtype)
