@@ -1,4 +1,5 @@
-"""Normalization: batch (inference), instance, layer, group, LRN and mean-variance."""
+"""Normalization: batch (inference, and training from opset 14), instance, layer, group, LRN
+and mean-variance."""
 
 from __future__ import annotations
 
@@ -24,27 +25,44 @@ def _standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple[
     return centered * inv_std, mean, inv_std
 
 
-def _inference_only(node: Node, opset: int) -> str | None:
-    if node.attrs.get("training_mode", 0) or (opset < 7 and not node.attrs.get("is_test", 0)):
-        return "training mode is not supported"
-    if any(node.outputs[1:]):
-        return "running and saved statistics outputs (training) are not supported"
+def _batch_norm_check(node: Node, opset: int) -> str | None:
+    """Training mode (batch statistics, updated running statistics) runs from opset 14 on."""
+    statistics = any(node.outputs[1:])
+    if opset >= 14:
+        training = node.attrs.get("training_mode", 0)
+        return "running statistics outputs need training_mode=1" if statistics and not training else None
+    if statistics or (opset < 7 and not node.attrs.get("is_test", 0)):
+        return "training mode before opset 14 is not supported"
     return None
 
 
-@KERNELS.register("BatchNormalization", check=_inference_only)
+@KERNELS.register("BatchNormalization", check=_batch_norm_check)
 def _batch_norm(
     ctx: KernelContext, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray
-) -> np.ndarray:
-    work = compute_dtype(x.dtype)
+) -> np.ndarray | tuple[np.ndarray, ...]:
+    work, epsilon = compute_dtype(x.dtype), ctx.attrs["epsilon"]
 
     def param(values: np.ndarray) -> np.ndarray:
         values = values.astype(work, copy=False)
         return per_channel(values, x.ndim) if values.ndim == 1 else values[None]
 
-    inv_std = param(scale) / np.sqrt(param(var) + work.type(ctx.attrs["epsilon"]))
-    y = (x.astype(work, copy=False) - param(mean)) * inv_std + param(bias)
-    return y.astype(x.dtype, copy=False)
+    if not ctx.attrs.get("training_mode", 0):
+        return _batch_normalized(x, param(scale), param(bias), param(mean), param(var), epsilon)
+    axes, values = (0, *range(2, x.ndim)), x.astype(work, copy=False)
+    batch_mean, batch_var = values.mean(axis=axes), values.var(axis=axes)
+    y = _batch_normalized(x, param(scale), param(bias), param(batch_mean), param(batch_var), epsilon)
+    momentum = ctx.attrs["momentum"]
+    running_mean = mean * momentum + batch_mean * (1 - momentum)
+    running_var = var * momentum + batch_var * (1 - momentum)
+    return y, running_mean.astype(mean.dtype), running_var.astype(var.dtype)
+
+
+def _batch_normalized(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, epsilon: float
+) -> np.ndarray:
+    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` with broadcastable statistics."""
+    inv_std = scale / np.sqrt(var + var.dtype.type(epsilon))
+    return ((x.astype(var.dtype, copy=False) - mean) * inv_std + bias).astype(x.dtype, copy=False)
 
 
 @KERNELS.register("InstanceNormalization")
@@ -62,7 +80,7 @@ def _stash_type(ctx: KernelContext, x: np.ndarray) -> np.dtype:
     return from_onnx(code) if code else compute_dtype(x.dtype)
 
 
-@KERNELS.register("LayerNormalization")
+@KERNELS.register("LayerNormalization", since=17)
 def _layer_norm(
     ctx: KernelContext, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
