@@ -54,3 +54,13 @@ def test_same_backend_name_twice_is_refused(mock_plugins):
 
     with pytest.raises(PluginError, match="registers backend 'mock', which is already registered"):
         register_and_refresh(SecondMock(), "second")
+
+
+def test_two_kernels_for_the_same_opsets_are_refused():
+    from spawnml.backend import KernelTable
+
+    table = KernelTable()
+    table.register("Relu", since=1, until=6)(lambda ctx, x: x)
+    table.register("Relu", since=6)(lambda ctx, x: x)
+    with pytest.raises(PluginError, match=r"two kernels for ai\.onnx::Relu cover the same opsets"):
+        table.register("Relu", since=13)(lambda ctx, x: x)

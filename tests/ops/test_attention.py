@@ -442,35 +442,6 @@ def test_swiglu(alpha, dtype, tolerance):  # onnxruntime has no SwiGLU yet
     check_reference(*one_node("SwiGLU", inputs, opset=28, alpha=alpha), **tolerance)
 
 
-# --- CausalConvWithState -----------------------------------------------------------
-
-
-@pytest.mark.parametrize("kernel", [1, 3, 4])
-@pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("past", [False, True])
-@pytest.mark.parametrize("activation", ["none", "silu", "swish"])
-@pytest.mark.parametrize("length", [1, 6])
-def test_causal_conv_with_state(check, kernel, bias, past, activation, length):
-    channels = 3
-    inputs = {
-        "x": randn(BATCH, channels, length),
-        "weight": randn(channels, 1, kernel),
-        "bias": randn(channels) if bias else None,
-        "past_state": randn(BATCH, channels, kernel - 1) if past else None,
-    }
-    check(*one_node("CausalConvWithState", inputs, 2, 27, activation=activation), **FLOAT)
-
-
-def test_causal_conv_with_state_float16(check):
-    inputs = {
-        "x": randn(BATCH, 4, 5, dtype=np.float16),
-        "weight": randn(4, 1, 3, dtype=np.float16),
-        "bias": randn(4, dtype=np.float16),
-        "past_state": randn(BATCH, 4, 2, dtype=np.float16),
-    }
-    check(*one_node("CausalConvWithState", inputs, 2, 27, activation="silu"), **HALF)
-
-
 # --- shape inference ---------------------------------------------------------------
 
 REGISTRY = OperatorRegistry(SCHEMAS)

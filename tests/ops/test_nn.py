@@ -785,7 +785,7 @@ def test_conv_transpose_output_shape_attribute():
 @pytest.mark.parametrize(
     "op, inputs, opset, attrs",
     [
-        ("BatchNormalization", {n: randn(3) for n in "xsbmv"}, 15, {"training_mode": 1}),
+        ("BatchNormalization", {n: randn(3) for n in "xsbmv"}, 6, {"is_test": 0}),
         ("Resize", {"x": randn(1, 1, 4, 4), "r": None, "s": np.ones(4, np.float32)}, 19, {"antialias": 1}),
         (
             "Resize",

@@ -54,6 +54,11 @@ class KernelSpec:
     until_version: int | None = None  # exclusive
     check: CheckFn | None = None
 
+    def overlaps(self, other: KernelSpec) -> bool:
+        """Whether both kernels claim some opset version."""
+        end, other_end = self.until_version or 1 << 30, other.until_version or 1 << 30
+        return self.since_version < other_end and other.since_version < end
+
     def covers(self, opset: int) -> bool:
         return self.since_version <= opset and (self.until_version is None or opset < self.until_version)
 
@@ -76,7 +81,14 @@ class KernelTable:
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
             spec = KernelSpec(op_type, domain, fn, since, until, check)
-            self._specs.setdefault((domain, op_type), []).append(spec)
+            existing = self._specs.setdefault((domain, op_type), [])
+            for other in existing:
+                if spec.overlaps(other):
+                    raise PluginError(
+                        f"two kernels for {domain or 'ai.onnx'}::{op_type} cover the same opsets: "
+                        f"{other.fn.__module__}.{other.fn.__qualname__} and {fn.__module__}.{fn.__qualname__}"
+                    )
+            existing.append(spec)
             return fn
 
         return decorate

@@ -1,6 +1,6 @@
 """Attention and transformer kernels: Attention (masks, causal and sliding windows, grouped
 heads, key/value cache, soft cap), FlexAttention, LinearAttention, RotaryEmbedding,
-RMSNormalization, CausalConvWithState, Swish and SwiGLU.
+RMSNormalization, Swish and SwiGLU.
 
 16-bit floats are computed in float32 and rounded where the operator's definition holds a
 value in the input type.
@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
 from spawnml.errors import InvalidArgumentError
@@ -341,35 +340,6 @@ def _rms_normalization(ctx: KernelContext, x: Array, scale: Array) -> Array:
     mean_square = (held * held).mean(axis=axes, keepdims=True)
     normalized = (held / np.sqrt(mean_square + held.dtype.type(ctx.attrs["epsilon"]))).astype(stash)
     return (widen(normalized.astype(x.dtype)) * widen(scale)).astype(scale.dtype)
-
-
-# --- CausalConvWithState -----------------------------------------------------------
-
-ACTIVATIONS = ("none", "silu", "swish")
-
-
-def _check_activation(node: Node, opset: int) -> str | None:
-    name = as_text(node.attrs.get("activation", "none"))
-    return None if name in ACTIVATIONS else f"activation={name!r} is not one of {list(ACTIVATIONS)}"
-
-
-@KERNELS.register("CausalConvWithState", since=27, check=_check_activation)
-def _causal_conv_with_state(
-    ctx: KernelContext, x: Array, weight: Array, bias: Array | None = None, past_state: Array | None = None
-) -> tuple[Array, Array]:
-    batch, channels, length = x.shape
-    kernel = weight.shape[2]
-    if past_state is None:
-        past_state = np.zeros((batch, channels, kernel - 1), x.dtype)
-    padded = np.concatenate((past_state, x), axis=2)
-    windows = sliding_window_view(widen(padded), kernel, axis=2)[:, :, :length]
-    y = np.einsum("bclk,ck->bcl", windows, widen(weight[:, 0]))
-    if bias is not None:
-        y += widen(bias)[:, None]
-    y = widen(y.astype(x.dtype))
-    if as_text(ctx.attrs["activation"]) != "none":
-        y = y * sigmoid(y)
-    return y.astype(x.dtype), padded[:, :, padded.shape[2] - (kernel - 1) :]
 
 
 # --- Swish and SwiGLU --------------------------------------------------------------
