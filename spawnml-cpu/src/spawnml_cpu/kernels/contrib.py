@@ -1,5 +1,349 @@
-"""CPU kernels (placeholder, filled in by its family's change)."""
+"""CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
+activations, skip and simplified layer normalization, Attention, MatMulNBits and FusedConv,
+and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
+
+16-bit floats are computed in float32. Normalization statistics come out in float32 (or
+``stash_type``), and the normalized output takes the scale's type.
+"""
 
 from __future__ import annotations
 
-from .table import KERNELS  # noqa: F401
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from spawnml.backend import KernelContext
+from spawnml.dtypes import from_onnx
+from spawnml.ir import Node
+from spawnml.ops.shapes import as_text, normalize_axis
+
+from .attention import merge_heads, sigmoid, softmax, split_heads
+from .conv import convolve
+from .elementwise import erf_ufunc
+from .nn_common import compute_dtype, matmul, per_channel, widen
+from .table import KERNELS
+
+MS = "com.microsoft"
+Array = np.ndarray
+FLOAT32 = np.dtype(np.float32)
+#: ONNX codes of the types statistics may be held in: float, double.
+STASH_CODES = (1, 11)
+
+
+def _given(node: Node, index: int) -> bool:
+    return index < len(node.inputs) and bool(node.inputs[index])
+
+
+# Activations ---------------------------------------------------------------------------------
+
+
+def erf_gelu(x: Array) -> Array:
+    return 0.5 * x * (1 + erf_ufunc()(x / np.sqrt(x.dtype.type(2))))
+
+
+def tanh_gelu(x: Array) -> Array:
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def _activation(fn: Callable[[Array], Array]) -> Callable[..., Array]:
+    """A kernel applying ``fn`` to the sum of its inputs (a bias, where given) in the compute type."""
+
+    def kernel(ctx: KernelContext, x: Array, *biases: Array | None) -> Array:
+        total = widen(x)
+        for bias in biases:
+            if bias is not None:
+                total = total + widen(bias)
+        with np.errstate(over="ignore"):
+            return fn(total).astype(x.dtype)
+
+    return kernel
+
+
+KERNELS.register("Gelu", domain=MS)(_activation(erf_gelu))
+KERNELS.register("BiasGelu", domain=MS)(_activation(erf_gelu))
+KERNELS.register("FastGelu", domain=MS)(_activation(tanh_gelu))
+
+
+@KERNELS.register("QuickGelu", domain=MS)
+def _quick_gelu(ctx: KernelContext, x: Array) -> Array:
+    work = widen(x)
+    return (work * sigmoid(work * work.dtype.type(ctx.attrs["alpha"]))).astype(x.dtype)
+
+
+# Normalization -------------------------------------------------------------------------------
+
+
+def _normalize(
+    x: Array, axis: int, epsilon: float, stash: np.dtype, centered: bool
+) -> tuple[Array, Array | None, Array]:
+    """``x`` standardized over the axes from ``axis`` (only scaled to unit root mean square
+    when not ``centered``), with its mean and inverse deviation in ``stash``. Computed in the
+    wider of ``stash`` and the input's compute type."""
+    work = x.astype(np.result_type(compute_dtype(x.dtype), stash))
+    axes = tuple(range(normalize_axis(axis, x.ndim), x.ndim))
+    mean = work.mean(axis=axes, keepdims=True) if centered else None
+    deviation = work - mean if centered else work
+    inv_std = 1 / np.sqrt((deviation * deviation).mean(axis=axes, keepdims=True) + work.dtype.type(epsilon))
+    return deviation * inv_std, None if mean is None else mean.astype(stash), inv_std.astype(stash)
+
+
+def _scaled(normalized: Array, scale: Array, bias: Array | None, dtype: np.dtype) -> Array:
+    """``normalized * scale + bias`` in the compute type, rounded to ``dtype``."""
+    y = normalized.astype(np.result_type(normalized, compute_dtype(scale.dtype))) * widen(scale)
+    return (y if bias is None else y + widen(bias)).astype(dtype)
+
+
+def _check_stash(node: Node, opset: int) -> str | None:
+    code = node.attrs.get("stash_type", 1)
+    return None if code in STASH_CODES else f"stash_type={code} is not float or double"
+
+
+@KERNELS.register("LayerNormalization", until=17, check=_check_stash)
+def _layer_norm_v1(
+    ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
+) -> tuple[Array, Array, Array]:
+    """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type."""
+    attrs = ctx.attrs
+    normalized, mean, inv_std = _normalize(
+        x, attrs["axis"], attrs["epsilon"], from_onnx(attrs["stash_type"]), True
+    )
+    return _scaled(normalized, scale, bias, scale.dtype), mean, inv_std
+
+
+@KERNELS.register("SimplifiedLayerNormalization", check=_check_stash)
+def _simplified_layer_norm(ctx: KernelContext, x: Array, scale: Array) -> tuple[Array, Array]:
+    """Root-mean-square normalization; the output takes the scale's type."""
+    attrs = ctx.attrs
+    normalized, _, inv_std = _normalize(
+        x, attrs["axis"], attrs["epsilon"], from_onnx(attrs["stash_type"]), False
+    )
+    return _scaled(normalized, scale, None, scale.dtype), inv_std
+
+
+def _skip_normalize(
+    ctx: KernelContext,
+    x: Array,
+    skip: Array,
+    gamma: Array,
+    beta: Array | None,
+    bias: Array | None,
+    centered: bool,
+) -> tuple[Array, Array | None, Array, Array]:
+    """Normalize ``input + skip + bias`` over the last axis; also give the statistics and the sum."""
+    total = widen(x) + widen(skip)
+    if bias is not None:
+        total = total + widen(bias)
+    normalized, mean, inv_std = _normalize(total, -1, ctx.attrs["epsilon"], FLOAT32, centered)
+    return _scaled(normalized, gamma, beta, x.dtype), mean, inv_std, total.astype(x.dtype)
+
+
+@KERNELS.register("SkipLayerNormalization", domain=MS)
+def _skip_layer_norm(
+    ctx: KernelContext,
+    x: Array,
+    skip: Array,
+    gamma: Array,
+    beta: Array | None = None,
+    bias: Array | None = None,
+) -> tuple[Array, Array | None, Array, Array]:
+    return _skip_normalize(ctx, x, skip, gamma, beta, bias, centered=True)
+
+
+@KERNELS.register("SkipSimplifiedLayerNormalization", domain=MS)
+def _skip_simplified_layer_norm(
+    ctx: KernelContext, x: Array, skip: Array, gamma: Array, bias: Array | None = None
+) -> tuple[Array, Array | None, Array, Array]:
+    """Root-mean-square normalization of the sum; it has no mean to give."""
+    return _skip_normalize(ctx, x, skip, gamma, None, bias, centered=False)
+
+
+# Attention -----------------------------------------------------------------------------------
+
+PAST, ATTENTION_BIAS, PAST_SEQUENCE_LENGTH = 4, 5, 6
+
+
+def _head_sizes(attrs: dict[str, Any], width: int) -> tuple[int, int, int]:
+    """The Q, K and V hidden sizes: ``qkv_hidden_sizes``, or a third of the weights' width each."""
+    sizes = attrs.get("qkv_hidden_sizes")
+    return tuple(sizes) if sizes else (width // 3,) * 3
+
+
+def _check_attention(node: Node, opset: int) -> str | None:
+    attrs = node.attrs
+    if (
+        attrs.get("do_rotary", 0)
+        or attrs.get("past_present_share_buffer", 0)
+        or _given(node, PAST_SEQUENCE_LENGTH)
+    ):
+        return "rotary embedding and a shared past/present buffer are not implemented"
+    if _given(node, PAST) and _given(node, ATTENTION_BIAS):
+        return "past and attention_bias cannot be used together"
+    sizes = attrs.get("qkv_hidden_sizes")
+    heads = attrs.get("num_heads", 0)
+    if heads < 1 or (sizes and (len(sizes) != 3 or sizes[0] != sizes[1] or any(s % heads for s in sizes))):
+        return f"qkv_hidden_sizes={sizes} must be three sizes, Q's equal to K's, each divisible by num_heads"
+    if sizes and sizes[1] != sizes[2] and (_given(node, PAST) or any(node.outputs[1:])):
+        return "past and present need keys and values of the same size"
+    return None
+
+
+def _attention_mask(mask_index: Array, batch: int, queries: int, total: int, filter_value: float) -> Array:
+    """The additive ``[B, S, T]`` mask of a mask_index: a raw 0/1 mask (``[B, T]`` or
+    ``[B, S, T]``) gives ``filter_value`` where it is 0; key end positions (``[B]``), or end
+    then start positions (``[2B]``), mask the keys outside them."""
+    shape = (batch, queries, total)
+    filler = np.float32(filter_value)
+    if mask_index.ndim in (2, 3):
+        raw = mask_index if mask_index.ndim == 3 else mask_index[:, None, :]
+        return np.broadcast_to(np.where(raw > 0, np.float32(0), filler), shape)
+    if mask_index.shape == (batch,):
+        ends, starts = mask_index, np.zeros_like(mask_index)
+    elif mask_index.shape == (2 * batch,):
+        ends, starts = mask_index[:batch], mask_index[batch:]
+    else:
+        raise ValueError(f"mask_index of shape {list(mask_index.shape)} is not supported on the CPU")
+    keys = np.arange(total)
+    outside = (keys >= ends[:, None]) | (keys < starts[:, None])
+    return np.broadcast_to(np.where(outside, filler, np.float32(0))[:, None, :], shape)
+
+
+def _causal(mask: Array, past: int) -> Array:
+    """Mask every key after each query's own position with the lowest float."""
+    queries, total = mask.shape[-2:]
+    future = np.arange(total) > past + np.arange(queries)[:, None]
+    return np.where(future, np.finfo(np.float32).min, mask)
+
+
+@KERNELS.register("Attention", domain=MS, check=_check_attention)
+def _attention(
+    ctx: KernelContext,
+    x: Array,
+    weights: Array,
+    bias: Array | None = None,
+    mask_index: Array | None = None,
+    past: Array | None = None,
+    attention_bias: Array | None = None,
+) -> tuple[Array, Array]:
+    """Multi-head attention over packed Q/K/V projection weights, with an optional key/value
+    cache ``past`` (``[2, B, N, P, H]``) returned extended as ``present``."""
+    attrs = ctx.attrs
+    heads = attrs["num_heads"]
+    projected = matmul(widen(x), widen(weights))
+    if bias is not None:
+        projected = projected + widen(bias)
+    q_size, k_size, _ = _head_sizes(attrs, weights.shape[1])
+    q, k, v = (split_heads(part, heads) for part in np.split(projected, [q_size, q_size + k_size], axis=-1))
+    if past is not None:
+        k, v = np.concatenate([widen(past[0]), k], axis=2), np.concatenate([widen(past[1]), v], axis=2)
+    past_length = k.shape[2] - q.shape[2]
+    scale = attrs.get("scale") or 1 / math.sqrt(q.shape[-1])
+    scores = matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
+    mask = np.zeros((x.shape[0], q.shape[2], k.shape[2]), np.float32)
+    if mask_index is not None:
+        mask = _attention_mask(mask_index, *mask.shape, attrs["mask_filter_value"])
+    if attrs["unidirectional"]:
+        mask = _causal(mask, past_length)
+    scores = scores + mask[:, None]
+    if attention_bias is not None:
+        scores = scores + widen(attention_bias)
+    output = merge_heads(matmul(softmax(scores), v)).astype(x.dtype)
+    wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
+    return output, np.stack([k, v]).astype(x.dtype) if wanted else None
+
+
+# MatMulNBits ---------------------------------------------------------------------------------
+
+G_IDX, MATMUL_BIAS = 4, 5
+NBITS = (2, 4, 8)
+
+
+def _check_matmul_nbits(node: Node, opset: int) -> str | None:
+    attrs = node.attrs
+    bits, block = attrs.get("bits", 4), attrs.get("block_size", 0)
+    if bits not in NBITS:
+        return f"bits={bits} is not one of {list(NBITS)}"
+    if block < 16 or block & (block - 1):
+        return f"block_size={block} is not a power of two of at least 16"
+    if _given(node, G_IDX) or attrs.get("weight_prepacked", 0):
+        return "g_idx and prepacked weights are not supported"
+    return None
+
+
+def _unpack(packed: Array, bits: int) -> Array:
+    """Little-endian ``bits``-bit fields of each byte, lowest first, along the last axis."""
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    fields = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return fields.reshape(*packed.shape[:-1], -1)
+
+
+def _zero_points(zero_points: Array | None, bits: int, columns: int, blocks: int) -> Array:
+    """``[N, blocks]`` zero points: packed ``bits``-bit fields, values in A's type, or the
+    middle of the range when absent."""
+    if zero_points is None:
+        return np.full((columns, blocks), 1 << (bits - 1), dtype=FLOAT32)
+    if zero_points.dtype == np.uint8:
+        return _unpack(zero_points.reshape(columns, -1), bits)[:, :blocks].astype(FLOAT32)
+    return widen(zero_points.reshape(columns, blocks))
+
+
+@KERNELS.register("MatMulNBits", domain=MS, check=_check_matmul_nbits)
+def _matmul_nbits(
+    ctx: KernelContext,
+    a: Array,
+    b: Array,
+    scales: Array,
+    zero_points: Array | None = None,
+    g_idx: Array | None = None,
+    bias: Array | None = None,
+) -> Array:
+    """``A @ W^T`` with ``W [N, K]`` stored in blocks of ``block_size`` ``bits``-bit integers,
+    each block dequantized as ``(q - zero_point) * scale``."""
+    attrs = ctx.attrs
+    columns, depth, bits, block = attrs["N"], attrs["K"], attrs["bits"], attrs["block_size"]
+    blocks = -(-depth // block)
+    quantized = _unpack(b.reshape(columns, blocks, -1), bits).astype(FLOAT32)
+    offsets = _zero_points(zero_points, bits, columns, blocks)
+    weights = (quantized - offsets[..., None]) * widen(scales.reshape(columns, blocks))[..., None]
+    y = matmul(widen(a), weights.reshape(columns, -1)[:, :depth].T)
+    return (y if bias is None else y + widen(bias)).astype(a.dtype)
+
+
+# FusedConv -----------------------------------------------------------------------------------
+
+#: FusedConv's activations, with their parameters' defaults.
+_FUSED: dict[str, tuple[Callable[..., Array], tuple[float, ...]]] = {
+    "": (lambda y: y, ()),
+    "Relu": (lambda y: np.maximum(y, 0), ()),
+    "Tanh": (np.tanh, ()),
+    "Sigmoid": (sigmoid, ()),
+    "LeakyRelu": (lambda y, alpha: np.where(y < 0, y * alpha, y), (0.01,)),
+    "Clip": (lambda y, low, high: np.clip(y, low, high), (-np.inf, np.inf)),
+    "HardSigmoid": (lambda y, alpha, beta: np.clip(y * alpha + beta, 0, 1), (0.2, 0.5)),
+}
+
+
+def _check_fused_conv(node: Node, opset: int) -> str | None:
+    name = as_text(node.attrs.get("activation", ""))
+    if name not in _FUSED:
+        return f"activation={name!r} is not one of {list(_FUSED)}"
+    params: Sequence[float] = node.attrs.get("activation_params") or []
+    if len(params) > len(_FUSED[name][1]):
+        return f"{name} takes {len(_FUSED[name][1])} activation_params, got {len(params)}"
+    return None
+
+
+@KERNELS.register("FusedConv", domain=MS, check=_check_fused_conv)
+def _fused_conv(
+    ctx: KernelContext, x: Array, w: Array, b: Array | None = None, z: Array | None = None
+) -> Array:
+    """``activation(Conv(X, W) + B + Z)``."""
+    y = convolve(ctx.attrs, widen(x), w.astype(compute_dtype(x.dtype), copy=False))
+    if b is not None:
+        y = y + per_channel(widen(b), y.ndim)
+    if z is not None:
+        y = y + widen(z)
+    activation, defaults = _FUSED[as_text(ctx.attrs["activation"])]
+    params = list(ctx.attrs.get("activation_params") or [])
+    arguments = [y.dtype.type(value) for value in params + list(defaults[len(params) :])]
+    return np.ascontiguousarray(activation(y, *arguments), dtype=x.dtype)

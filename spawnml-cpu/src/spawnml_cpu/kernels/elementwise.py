@@ -79,7 +79,7 @@ def _one_of(attribute: str, default: str, allowed: tuple[str, ...]) -> Callable[
 
 
 @functools.cache
-def _erf() -> Callable[[Array], Array]:
+def erf_ufunc() -> Callable[[Array], Array]:
     """The error function as a ufunc compiled with numba (numpy has none); compiled on first use."""
     import numba
 
@@ -97,7 +97,7 @@ def _softplus(x: Array) -> Array:
 def _gelu(attrs: Attrs, x: Array) -> Array:
     if attrs["approximate"] == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf()(x / math.sqrt(2)))
+    return 0.5 * x * (1 + erf_ufunc()(x / math.sqrt(2)))
 
 
 _UFUNCS: dict[str, Callable[[Array], Array]] = {
@@ -123,7 +123,7 @@ _UFUNCS: dict[str, Callable[[Array], Array]] = {
     "Acosh": np.arccosh,
     "Atanh": np.arctanh,
     "Tanh": np.tanh,
-    "Erf": lambda x: _erf()(x),
+    "Erf": lambda x: erf_ufunc()(x),
     "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "Relu": lambda x: np.maximum(x, 0),
     "Softplus": _softplus,

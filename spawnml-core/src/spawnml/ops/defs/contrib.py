@@ -1,7 +1,154 @@
-"""Operator schemas (placeholder, filled in by its family's change)."""
+"""onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
+and simplified layer normalization, Attention, MatMulNBits and FusedConv, and the two
+normalizations it adds to the ai.onnx domain (LayerNormalization before opset 17,
+SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
 
-from ..schema import OpSchema
+import numpy as np
 
-SCHEMAS: list[OpSchema] = []
+from ...dtypes import from_onnx
+from ...ir import Dim, Shape
+from ..schema import REQUIRED, Attribute, InferenceContext, InferFn, OpSchema, TensorType
+from ..shapes import broadcast_inputs, normalize_axis, same_as_input, sliding_windows
+
+MS = "com.microsoft"
+FLOAT32 = np.dtype(np.float32)
+
+
+def _input(ctx: InferenceContext, index: int) -> TensorType:
+    return ctx.input(index) or TensorType(None, None)
+
+
+def _statistics(shape: Shape, axis: int) -> Shape:
+    """The shape of per-row statistics: the normalized axes kept as 1."""
+    if shape is None:
+        return None
+    first = normalize_axis(axis, len(shape))
+    return (*shape[:first], *(1,) * (len(shape) - first))
+
+
+def _infer_normalization(statistics: int) -> InferFn:
+    """Y in the scale's type with the input's shape, then ``statistics`` outputs of type
+    ``stash_type``."""
+
+    def infer(ctx: InferenceContext) -> list[TensorType]:
+        x = _input(ctx, 0)
+        stats = TensorType(from_onnx(ctx.attrs["stash_type"]), _statistics(x.shape, ctx.attrs["axis"]))
+        return [TensorType(_input(ctx, 1).dtype, x.shape), *[stats] * statistics]
+
+    return infer
+
+
+def _infer_skip_normalization(ctx: InferenceContext) -> list[TensorType]:
+    x = _input(ctx, 0)
+    stats = TensorType(FLOAT32, _statistics(x.shape, -1))
+    return [x, stats, stats, x]
+
+
+def _value_size(ctx: InferenceContext) -> Dim:
+    """The width of Attention's output: V's hidden size, or a third of the packed weights."""
+    sizes = ctx.attrs.get("qkv_hidden_sizes")
+    if sizes:
+        return sizes[2]
+    weights = _input(ctx, 1).shape
+    return weights[1] // 3 if weights and isinstance(weights[1], int) else None
+
+
+def _infer_attention(ctx: InferenceContext) -> list[TensorType]:
+    x = _input(ctx, 0)
+    output = None if x.shape is None else (*x.shape[:2], _value_size(ctx))
+    return [TensorType(x.dtype, output), TensorType(x.dtype, None)]
+
+
+def _infer_matmul_nbits(ctx: InferenceContext) -> list[TensorType]:
+    a = _input(ctx, 0)
+    return [TensorType(a.dtype, None if a.shape is None else (*a.shape[:-1], ctx.attrs["N"]))]
+
+
+def _infer_fused_conv(ctx: InferenceContext) -> list[TensorType]:
+    x, w = _input(ctx, 0), _input(ctx, 1)
+    if x.shape is None or w.shape is None or len(x.shape) < 3:
+        return [TensorType(x.dtype, None)]
+    kernel = ctx.attrs.get("kernel_shape") or w.shape[2:]
+    if not all(isinstance(k, int) for k in kernel):
+        return [TensorType(x.dtype, (x.shape[0], w.shape[0], *(None,) * (len(x.shape) - 2)))]
+    spatial = tuple(out for out, _, _ in sliding_windows(x.shape[2:], ctx.attrs, kernel))
+    return [TensorType(x.dtype, (x.shape[0], w.shape[0], *spatial))]
+
+
+_EPSILON_5 = Attribute("epsilon", "float", float(np.float32(1e-5)))
+_EPSILON_12 = Attribute("epsilon", "float", float(np.float32(1e-12)))
+_NORMALIZATION = (Attribute("axis", "int", -1), _EPSILON_5, Attribute("stash_type", "int", 1))
+
+
+def _ms(name: str, infer: InferFn, *attributes: Attribute, **arity: tuple[int, int]) -> OpSchema:
+    return OpSchema(name, domain=MS, attributes=attributes, infer=infer, **arity)
+
+
+SCHEMAS: list[OpSchema] = [
+    _ms("Gelu", same_as_input()),
+    _ms("FastGelu", same_as_input(), inputs=(1, 2)),
+    _ms("BiasGelu", broadcast_inputs(), inputs=(2, 2)),
+    _ms("QuickGelu", same_as_input(), Attribute("alpha", "float", float(np.float32(1.702)))),
+    _ms("SkipLayerNormalization", _infer_skip_normalization, _EPSILON_12, inputs=(3, 5), outputs=(1, 4)),
+    _ms(
+        "SkipSimplifiedLayerNormalization",
+        _infer_skip_normalization,
+        _EPSILON_12,
+        inputs=(3, 4),
+        outputs=(1, 4),
+    ),
+    OpSchema(
+        "LayerNormalization",
+        inputs=(2, 3),
+        outputs=(1, 3),
+        attributes=_NORMALIZATION,
+        infer=_infer_normalization(2),
+    ),
+    OpSchema(
+        "SimplifiedLayerNormalization",
+        inputs=(2, 2),
+        outputs=(1, 2),
+        attributes=_NORMALIZATION,
+        infer=_infer_normalization(1),
+    ),
+    _ms(
+        "Attention",
+        _infer_attention,
+        Attribute("num_heads", "int", REQUIRED),
+        Attribute("qkv_hidden_sizes", "ints"),
+        Attribute("unidirectional", "int", 0),
+        Attribute("scale", "float"),
+        Attribute("mask_filter_value", "float", -10000.0),
+        Attribute("do_rotary", "int", 0),
+        Attribute("rotary_embedding_dim", "int", 0),
+        Attribute("past_present_share_buffer", "int", 0),
+        inputs=(2, 7),
+        outputs=(1, 2),
+    ),
+    _ms(
+        "MatMulNBits",
+        _infer_matmul_nbits,
+        Attribute("K", "int", REQUIRED),
+        Attribute("N", "int", REQUIRED),
+        Attribute("bits", "int", 4),
+        Attribute("block_size", "int", REQUIRED),
+        Attribute("accuracy_level", "int", 0),
+        Attribute("weight_prepacked", "int", 0),
+        inputs=(3, 6),
+    ),
+    _ms(
+        "FusedConv",
+        _infer_fused_conv,
+        Attribute("activation", "string", ""),
+        Attribute("activation_params", "floats"),
+        Attribute("auto_pad", "string", "NOTSET"),
+        Attribute("dilations", "ints"),
+        Attribute("group", "int", 1),
+        Attribute("kernel_shape", "ints"),
+        Attribute("pads", "ints"),
+        Attribute("strides", "ints"),
+        inputs=(2, 4),
+    ),
+]
