@@ -19,6 +19,7 @@ from spawnml.backend import KernelContext
 from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
 
+from .checks import one_of
 from .table import KERNELS
 
 Array = np.ndarray
@@ -63,16 +64,6 @@ def _register_all(
 ) -> None:
     for name, fn in table.items():
         _register(name, fn, out, check=(checks or {}).get(name))
-
-
-def _one_of(attribute: str, default: str, allowed: tuple[str, ...]) -> Callable[[Node, int], str | None]:
-    """A load-time check that a string attribute takes one of ``allowed`` values."""
-
-    def check(node: Node, opset: int) -> str | None:
-        value = node.attrs.get(attribute, default)
-        return None if value in allowed else f"{attribute}={value!r} is not one of {list(allowed)}"
-
-    return check
 
 
 # Unary math and activations -----------------------------------------------------------
@@ -150,7 +141,7 @@ _PREDICATES: dict[str, Compute] = {
 }
 
 _register_all({name: lambda attrs, x, f=ufunc: f(x) for name, ufunc in _UFUNCS.items()})
-_register_all(_ACTIVATIONS, checks={"Gelu": _one_of("approximate", "none", ("none", "tanh"))})
+_register_all(_ACTIVATIONS, checks={"Gelu": one_of("approximate", "none", ("none", "tanh"))})
 _register_all(_PREDICATES, out=BOOL)
 
 
@@ -273,7 +264,7 @@ _register_all(
         "Mod": lambda attrs, a, b: (np.fmod if attrs["fmod"] else np.mod)(a, b),
         "BitShift": _shift,
     },
-    checks={"BitShift": _one_of("direction", "", ("LEFT", "RIGHT"))},
+    checks={"BitShift": one_of("direction", "", ("LEFT", "RIGHT"))},
 )
 _register("Where", lambda attrs, condition, x, y: np.where(condition, x, y), out=1)
 

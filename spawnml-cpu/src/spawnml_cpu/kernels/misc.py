@@ -20,6 +20,7 @@ from spawnml.ir import Node
 from spawnml.ops.defs.misc import OPTIMIZER_STATES, TRAINING_DOMAIN, optimizer_groups
 from spawnml.ops.shapes import as_text, normalize_axis
 
+from .checks import one_of, scalar
 from .nn_common import compute_dtype, widen
 from .table import KERNELS
 from .tensor import scatter_elements
@@ -33,20 +34,6 @@ _SUB_BYTE_BITS = {
     np.dtype(ml_dtypes.uint2): 2,
 }
 _FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
-
-
-def _scalar(array: np.ndarray) -> int:
-    return int(np.asarray(array).reshape(-1)[0])
-
-
-def _choice(attr: str, default: str, allowed: set[str]) -> CheckFn:
-    """A check refusing nodes whose string attribute ``attr`` is not one of ``allowed``."""
-
-    def check(node: Node, opset: int) -> str | None:
-        value = as_text(node.attrs.get(attr, default))
-        return None if value in allowed else f"{attr} {value!r} is not one of {sorted(allowed)}"
-
-    return check
 
 
 def _dtype_attr(attr: str, allowed: frozenset[np.dtype]) -> CheckFn:
@@ -137,7 +124,7 @@ def bit_cast(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 KERNELS.register("Scatter", since=9, until=11)(scatter_elements)
 
 
-_scatter_mode = _choice("mode", "linear", {"linear", "circular"})
+_scatter_mode = one_of("mode", "linear", {"linear", "circular"})
 
 
 def _tensor_scatter_check(node: Node, opset: int) -> str | None:
@@ -261,7 +248,7 @@ def multinomial(ctx: KernelContext, logits: np.ndarray) -> np.ndarray:
 
 
 @KERNELS.register(
-    "CausalConvWithState", since=27, check=_choice("activation", "none", {"none", "silu", "swish"})
+    "CausalConvWithState", since=27, check=one_of("activation", "none", {"none", "silu", "swish"})
 )
 def causal_conv_with_state(
     ctx: KernelContext,
@@ -332,7 +319,7 @@ def _optimizer_kernel(name: str):
         if len(tensors) != count * (2 + states):
             raise ValueError(f"{name} takes X, G and {states} state tensor(s) per optimized tensor")
         groups = [tensors[i::count] for i in range(count)]
-        r, t = float(np.asarray(rate).reshape(-1)[0]), _scalar(step)
+        r, t = float(np.asarray(rate).reshape(-1)[0]), scalar(step)
         results = [update(ctx.attrs, r, t, *(a.astype(np.float64) for a in group)) for group in groups]
         # Outputs: every updated X, then every first state, then every second state.
         return tuple(
@@ -347,6 +334,6 @@ def _optimizer_kernel(name: str):
 
 KERNELS.register("Adagrad", domain=TRAINING_DOMAIN)(_optimizer_kernel("Adagrad"))
 KERNELS.register(
-    "Momentum", domain=TRAINING_DOMAIN, check=_choice("mode", "standard", {"standard", "nesterov"})
+    "Momentum", domain=TRAINING_DOMAIN, check=one_of("mode", "standard", {"standard", "nesterov"})
 )(_optimizer_kernel("Momentum"))
 KERNELS.register("Adam", domain=TRAINING_DOMAIN)(_optimizer_kernel("Adam"))

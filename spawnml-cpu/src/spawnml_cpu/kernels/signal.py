@@ -16,6 +16,7 @@ from spawnml.errors import SpawnMLError
 from spawnml.ir import Node
 from spawnml.ops.defs.signal import WINDOWS, dft_axis, dft_sizes, stft_frames
 
+from .checks import scalar
 from .table import KERNELS
 
 #: Cosine-sum coefficients ``a_k`` of each window: ``w[n] = sum_k (-1)^k a_k cos(2 pi k n / N)``.
@@ -34,10 +35,6 @@ _NUMERIC = frozenset(
 )
 #: The complex transforms by ``(inverse, onesided)``; the one-sided inverse is real.
 _TRANSFORMS = {(False, False): np.fft.fft, (True, False): np.fft.ifft, (False, True): np.fft.rfft}
-
-
-def _scalar(array: np.ndarray) -> int:
-    return int(np.asarray(array).reshape(-1)[0])
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
@@ -81,9 +78,9 @@ def _numeric_output(node: Node, opset: int) -> str | None:
 def dft(
     ctx: KernelContext, x: np.ndarray, dft_length: np.ndarray | None = None, axis: np.ndarray | None = None
 ) -> np.ndarray:
-    chosen = dft_axis(ctx.attrs.get("axis", -2) if axis is None else _scalar(axis), x.ndim)
+    chosen = dft_axis(ctx.attrs.get("axis", -2) if axis is None else scalar(axis), x.ndim)
     inverse, onesided = bool(ctx.attrs["inverse"]), bool(ctx.attrs["onesided"])
-    requested = None if dft_length is None else _scalar(dft_length)
+    requested = None if dft_length is None else scalar(dft_length)
     length, _ = dft_sizes(x.shape[chosen], requested, inverse, onesided)
     signal = _complex(x)
     if inverse and onesided:
@@ -104,12 +101,12 @@ def stft(
     if signal.ndim != 3:
         raise ValueError(f"STFT expects a signal of shape (batch, length, 1 or 2), got {signal.shape}")
     if frame_length is not None:
-        size = _scalar(frame_length)
+        size = scalar(frame_length)
     else:
         size = signal.shape[1] if window is None else window.shape[0]
     if window is not None and window.shape != (size,):
         raise ValueError(f"STFT window of shape {window.shape} does not match frame length {size}")
-    step = _scalar(frame_step)
+    step = scalar(frame_step)
     starts = np.arange(stft_frames(signal.shape[1], size, step)) * step
     frames = _complex(signal)[:, starts[:, None] + np.arange(size)]
     if window is not None:
@@ -128,7 +125,7 @@ def _window_kernel(name: str):
     coefficients = WINDOW_COEFFICIENTS[name]
 
     def window(ctx: KernelContext, size: np.ndarray) -> np.ndarray:
-        count = _scalar(size)
+        count = scalar(size)
         if count < 1:
             raise ValueError(f"{name} size must be positive, got {count}")
         period = count if ctx.attrs["periodic"] else count - 1
@@ -168,7 +165,7 @@ def mel_weight_matrix(
     As in ONNX's definition, the mel range is divided into ``num_mel_bins + 2`` steps and
     each edge is floored to the spectrogram bin ``(dft_length + 1) * hertz // sample_rate``.
     """
-    bins, length, rate = _scalar(num_mel_bins), _scalar(dft_length), _scalar(sample_rate)
+    bins, length, rate = scalar(num_mel_bins), scalar(dft_length), scalar(sample_rate)
     low, high = (_hertz_to_mel(float(edge.reshape(-1)[0])) for edge in (lower_edge_hertz, upper_edge_hertz))
     mels = low + np.arange(bins + 2) * ((high - low) / (bins + 2))
     edges = np.floor((length + 1) * _mel_to_hertz(mels) / rate).astype(np.int64)

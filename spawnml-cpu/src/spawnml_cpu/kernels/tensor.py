@@ -6,17 +6,15 @@ Reshape-like kernels return numpy views of their input where numpy gives one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
 from spawnml.dtypes import from_onnx
-from spawnml.errors import SpawnMLError
-from spawnml.ir import Node
 from spawnml.ops.defs.tensor import constant_value, einsum_terms, range_length
 from spawnml.ops.shapes import as_text
 
+from .checks import one_of, scalar, valid_when
 from .elementwise import widen
 from .table import KERNELS
 
@@ -37,41 +35,10 @@ def _listed(ctx: KernelContext, attr: str, array: np.ndarray | None, since: int)
     return None if array is None else _ints(array)
 
 
-def _scalar(array: np.ndarray) -> int:
-    """The one value of a scalar or one-element input."""
-    return int(np.asarray(array).reshape(-1)[0])
-
-
 def _fixed_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise IndexError(f"axis {axis} is out of range for rank {rank}")
     return axis % rank
-
-
-def _text_choice(attr: str, default: str, choices: Callable[[int], set[str]]) -> CheckFn:
-    """A check refusing nodes whose string attribute is not one of ``choices(opset)``."""
-
-    def check(node: Node, opset: int) -> str | None:
-        value = as_text(node.attrs.get(attr, default))
-        allowed = choices(opset)
-        return (
-            None if value in allowed else f"{attr} {value!r} is not one of {sorted(allowed)} at opset {opset}"
-        )
-
-    return check
-
-
-def _valid_when(validate: Callable[[Node], object]) -> CheckFn:
-    """A check refusing nodes for which ``validate`` raises, with its message."""
-
-    def check(node: Node, opset: int) -> str | None:
-        try:
-            validate(node)
-        except SpawnMLError as error:
-            return str(error)
-        return None
-
-    return check
 
 
 def _compact(array: np.ndarray) -> np.ndarray:
@@ -133,7 +100,7 @@ def identity(ctx: KernelContext, data: np.ndarray) -> np.ndarray:
 
 def _block_mode(crd_since: int) -> CheckFn:
     """Refuses block modes other than DCR, and CRD before opset ``crd_since``."""
-    return _text_choice("mode", "DCR", lambda opset: {"DCR", "CRD"} if opset >= crd_since else {"DCR"})
+    return one_of("mode", "DCR", lambda opset: {"DCR", "CRD"} if opset >= crd_since else {"DCR"})
 
 
 @KERNELS.register("DepthToSpace", check=_block_mode(11))
@@ -211,7 +178,7 @@ def _equal_parts(size: int, count: int) -> list[int]:
     return [chunk] * (count - 1) + [size - chunk * (count - 1)]
 
 
-_pad_modes = _text_choice(
+_pad_modes = one_of(
     "mode", "constant", lambda opset: {"constant", "reflect", "edge"} | ({"wrap"} if opset >= 19 else set())
 )
 
@@ -262,7 +229,7 @@ def tile(
 ) -> np.ndarray:
     if ctx.opset < 6:
         counts = [1] * data.ndim
-        counts[_fixed_axis(_scalar(axis), data.ndim)] = _scalar(repeats)
+        counts[_fixed_axis(scalar(axis), data.ndim)] = scalar(repeats)
     else:
         counts = _ints(repeats)
     if len(counts) != data.ndim:
@@ -319,7 +286,7 @@ def gather_nd(ctx: KernelContext, data: np.ndarray, indices: np.ndarray) -> np.n
 _REDUCTIONS = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-_reductions = _text_choice(
+_reductions = one_of(
     "reduction", "none", lambda opset: {"none", "add", "mul"} | ({"max", "min"} if opset >= 18 else set())
 )
 
@@ -365,7 +332,7 @@ def non_zero(ctx: KernelContext, data: np.ndarray) -> np.ndarray:
 
 @KERNELS.register("TopK")
 def top_k(ctx: KernelContext, data: np.ndarray, k: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    count = ctx.attrs["k"] if ctx.opset < 10 else _scalar(k)
+    count = ctx.attrs["k"] if ctx.opset < 10 else scalar(k)
     axis = _fixed_axis(ctx.attrs.get("axis", -1), data.ndim)
     if not 0 <= count <= data.shape[axis]:
         raise ValueError(f"k={count} is out of range for an axis of size {data.shape[axis]}")
@@ -425,14 +392,14 @@ def reverse_sequence(ctx: KernelContext, data: np.ndarray, lengths: np.ndarray) 
 
 @KERNELS.register("Trilu")
 def trilu(ctx: KernelContext, data: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
-    diagonal = 0 if k is None else _scalar(k)
+    diagonal = 0 if k is None else scalar(k)
     return np.triu(data, diagonal) if ctx.attrs["upper"] else np.tril(data, diagonal)
 
 
 # ---------------------------------------------------------------------------- generators
 
 
-@KERNELS.register("Constant", check=_valid_when(lambda node: constant_value(node.attrs)))
+@KERNELS.register("Constant", check=valid_when(lambda node: constant_value(node.attrs)))
 def constant(ctx: KernelContext) -> np.ndarray:
     return constant_value(ctx.attrs).copy()
 
@@ -457,7 +424,7 @@ def range_(ctx: KernelContext, start: np.ndarray, limit: np.ndarray, delta: np.n
 
 
 @KERNELS.register(
-    "EyeLike", check=_valid_when(lambda node: "dtype" not in node.attrs or from_onnx(node.attrs["dtype"]))
+    "EyeLike", check=valid_when(lambda node: "dtype" not in node.attrs or from_onnx(node.attrs["dtype"]))
 )
 def eye_like(ctx: KernelContext, data: np.ndarray) -> np.ndarray:
     code = ctx.attrs.get("dtype")
@@ -486,7 +453,7 @@ def dropout(
 
 
 @KERNELS.register(
-    "Einsum", check=_valid_when(lambda node: einsum_terms(as_text(node.attrs.get("equation", ""))))
+    "Einsum", check=valid_when(lambda node: einsum_terms(as_text(node.attrs.get("equation", ""))))
 )
 def einsum(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     terms, output = einsum_terms(as_text(ctx.attrs["equation"]))

@@ -12,16 +12,17 @@ import importlib.util
 import io
 import itertools
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
-from spawnml.errors import InvalidGraphError, SpawnMLError
+from spawnml.errors import InvalidGraphError
 from spawnml.ir import Node
 from spawnml.ops.defs.vision import PIXEL_CHANNELS, unpool_attrs, unpooled_size
 from spawnml.ops.shapes import as_text, normalize_axis, window_attrs
 
+from .checks import one_of, valid_when
 from .nn_common import Windows, compute_dtype, per_channel
 from .table import KERNELS
 
@@ -38,29 +39,6 @@ Taps = list[tuple[np.ndarray, np.ndarray]]
 
 def _ints(array: np.ndarray) -> list[int]:
     return [int(item) for item in np.asarray(array).reshape(-1)]
-
-
-def _choice(attr: str, default: str, allowed: Collection[str]) -> CheckFn:
-    """A check refusing nodes whose string attribute ``attr`` is not one of ``allowed``."""
-
-    def check(node: Node, opset: int) -> str | None:
-        value = as_text(node.attrs.get(attr, default))
-        return None if value in allowed else f"{attr} {value!r} is not one of {sorted(allowed)}"
-
-    return check
-
-
-def _valid_when(validate: Callable[[Node], object]) -> CheckFn:
-    """A check refusing nodes for which ``validate`` raises, with its message."""
-
-    def check(node: Node, opset: int) -> str | None:
-        try:
-            validate(node)
-        except SpawnMLError as error:
-            return str(error)
-        return None
-
-    return check
 
 
 def _all_of(*checks: CheckFn) -> CheckFn:
@@ -235,7 +213,7 @@ def _deform_conv_attrs(node: Node) -> None:
         window_attrs(node.attrs, node.attrs["kernel_shape"])
 
 
-@KERNELS.register("DeformConv", since=19, check=_valid_when(_deform_conv_attrs))
+@KERNELS.register("DeformConv", since=19, check=valid_when(_deform_conv_attrs))
 def deform_conv(
     ctx: KernelContext,
     x: np.ndarray,
@@ -336,8 +314,8 @@ def _roi_max(image: np.ndarray, rows: _RoiSamples, columns: _RoiSamples) -> np.n
 
 
 _roi_check = _all_of(
-    _choice("mode", "avg", {"avg", "max"}),
-    _choice("coordinate_transformation_mode", "half_pixel", {"half_pixel", "output_half_pixel"}),
+    one_of("mode", "avg", {"avg", "max"}),
+    one_of("coordinate_transformation_mode", "half_pixel", {"half_pixel", "output_half_pixel"}),
 )
 
 
@@ -478,7 +456,7 @@ def col2im(ctx: KernelContext, x: np.ndarray, image_shape: np.ndarray, block_sha
     return out[(..., *crop)].astype(x.dtype)
 
 
-@KERNELS.register("MaxUnpool", since=9, check=_valid_when(lambda node: unpool_attrs(node.attrs)))
+@KERNELS.register("MaxUnpool", since=9, check=valid_when(lambda node: unpool_attrs(node.attrs)))
 def max_unpool(
     ctx: KernelContext, x: np.ndarray, indices: np.ndarray, output_shape: np.ndarray | None = None
 ) -> np.ndarray:
@@ -532,7 +510,7 @@ def center_crop_pad(ctx: KernelContext, x: np.ndarray, shape: np.ndarray) -> np.
     return out
 
 
-_pixel_format = _choice("pixel_format", "RGB", PIXEL_CHANNELS)
+_pixel_format = one_of("pixel_format", "RGB", PIXEL_CHANNELS)
 
 
 def _image_decoder_check(node: Node, opset: int) -> str | None:
