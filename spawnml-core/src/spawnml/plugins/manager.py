@@ -12,6 +12,7 @@ from typing import Any
 import pluggy
 
 from ..backend import Backend
+from ..cli import Command
 from ..errors import PluginError
 from ..formats import FormatLoader
 from ..models import ModelSpec, ReferenceModel
@@ -119,13 +120,13 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
             version=dist.version if dist is not None else _core_version(),
             builtin=name in BUILTIN_PLUGINS,
         )
-    adders: dict[str, Callable[[Registry, str, Any], str]] = {
+    adders: dict[str, Adder] = {
         "register_backends": _add_backend,
-        "register_formats": _add_format,
+        "register_formats": _named("formats", "format", FormatLoader),
         "register_operators": _add_operator,
-        "register_models": _add_model,
-        "register_reference_models": _add_reference_model,
-        "register_commands": _add_command,
+        "register_models": _named("models", "model", ModelSpec),
+        "register_reference_models": _named("reference_models", "reference model", ReferenceModel),
+        "register_commands": _named("commands", "command", Command),
     }
     for hook_name, add in adders.items():
         for impl in getattr(manager.hook, hook_name).get_hookimpls():
@@ -139,20 +140,27 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
     return result
 
 
+#: Adds one registered item to the registry and returns its label.
+Adder = Callable[[Registry, str, Any], str]
+
+
+def _named(field: str, kind: str, expected: type) -> Adder:
+    """An adder for instances of ``expected`` kept by their ``name`` in ``Registry.<field>``."""
+
+    def add(result: Registry, plugin: str, item: Any) -> str:
+        if not isinstance(item, expected):
+            raise PluginError(f"plugin {plugin!r} registered {item!r}, not a {expected.__name__}")
+        _store(getattr(result, field), item.name, item, kind, plugin)
+        return item.name
+
+    return add
+
+
 def _add_backend(result: Registry, plugin: str, backend_class: Any) -> str:
     if not (isinstance(backend_class, type) and issubclass(backend_class, Backend)):
         raise PluginError(f"plugin {plugin!r} registered {backend_class!r}, not a Backend subclass")
-    _unique(result.backends, backend_class.name, "backend", plugin)
-    result.backends[backend_class.name] = backend_class()
+    _store(result.backends, backend_class.name, backend_class(), "backend", plugin)
     return backend_class.name
-
-
-def _add_format(result: Registry, plugin: str, loader: Any) -> str:
-    if not isinstance(loader, FormatLoader):
-        raise PluginError(f"plugin {plugin!r} registered {loader!r}, not a FormatLoader")
-    _unique(result.formats, loader.name, "format", plugin)
-    result.formats[loader.name] = loader
-    return loader.name
 
 
 def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
@@ -162,35 +170,10 @@ def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
     return f"{schema.qualified_name}-{schema.since_version}"
 
 
-def _add_model(result: Registry, plugin: str, spec: Any) -> str:
-    if not isinstance(spec, ModelSpec):
-        raise PluginError(f"plugin {plugin!r} registered {spec!r}, not a ModelSpec")
-    _unique(result.models, spec.name, "model", plugin)
-    result.models[spec.name] = spec
-    return spec.name
-
-
-def _add_reference_model(result: Registry, plugin: str, model: Any) -> str:
-    if not isinstance(model, ReferenceModel):
-        raise PluginError(f"plugin {plugin!r} registered {model!r}, not a ReferenceModel")
-    _unique(result.reference_models, model.name, "reference model", plugin)
-    result.reference_models[model.name] = model
-    return model.name
-
-
-def _add_command(result: Registry, plugin: str, command: Any) -> str:
-    from ..cli import Command
-
-    if not isinstance(command, Command):
-        raise PluginError(f"plugin {plugin!r} registered {command!r}, not a spawnml.cli.Command")
-    _unique(result.commands, command.name, "command", plugin)
-    result.commands[command.name] = command
-    return command.name
-
-
-def _unique(existing: dict[str, Any], name: str, kind: str, plugin: str) -> None:
+def _store(existing: dict[str, Any], name: str, item: Any, kind: str, plugin: str) -> None:
     if name in existing:
         raise PluginError(f"plugin {plugin!r} registers {kind} {name!r}, which is already registered")
+    existing[name] = item
 
 
 def _core_version() -> str:
