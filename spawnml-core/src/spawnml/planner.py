@@ -126,7 +126,7 @@ class Scope:
             backend = near or self.plan.host
             buffer = self.plan.constants.get((name, backend.name))
             if buffer is None:
-                buffer = backend.from_numpy(self.plan.graph.initializers[name])
+                buffer = backend.from_numpy(_read_only(self.plan.graph.initializers[name]))
             return buffer, backend
         if self.parent is not None:
             return self.parent.lookup(name, near)
