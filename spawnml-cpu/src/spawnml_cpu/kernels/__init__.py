@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration by import)
     misc,
     ml,
     nn,
+    quant_gguf,
     recurrent,
     reduce,
     signal,

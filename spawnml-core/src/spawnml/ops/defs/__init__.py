@@ -12,6 +12,7 @@ from . import (
     misc,
     ml,
     nn,
+    quant_gguf,
     recurrent,
     reduce,
     signal,
@@ -37,6 +38,7 @@ SCHEMAS: list[OpSchema] = [
         strings,
         ml,
         contrib,
+        quant_gguf,
     )
     for schema in family.SCHEMAS
 ]

@@ -1,0 +1,204 @@
+"""``spawnml.gguf::QuantizedMatMul``: GGUF block-quantized weights, dequantized inside the kernel.
+
+Each dequantizer takes ``blocks``, a ``uint8`` array ``[n, block_bytes]`` of one GGML block type,
+and returns ``[n, block_size]`` float32, vectorised over blocks. They follow the block layouts of
+ggml's ``block_q*`` structs (little-endian float16 scales, packed nibbles and bit planes) and
+perform the same float32 operations in the same order as ggml's reference, so they are
+bit-exact with it. Written here, not imported, because the kernel language renders the same
+per-block arithmetic for GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from spawnml.backend import KernelContext
+from spawnml.ir import Node
+from spawnml.ops.defs.quant_gguf import DOMAIN
+from spawnml.ops.shapes import as_text
+
+from .nn_common import matmul, widen
+from .table import KERNELS
+
+Array = np.ndarray
+FLOAT32 = np.dtype(np.float32)
+#: Elements in one super-block of the K-quants.
+QK_K = 256
+#: Weight rows dequantized at a time, bounding the kernel's scratch memory.
+ROW_CHUNK = 4096
+
+
+def _half(blocks: Array, start: int) -> Array:
+    """The float16 at byte ``start`` of each block, as float32 ``[n, 1]``."""
+    return blocks[:, start : start + 2].copy().view(np.float16).astype(np.float32)
+
+
+def _nibbles(packed: Array) -> Array:
+    """Low nibbles of every byte, then the high nibbles: ``[..., k] -> [..., 2k]``."""
+    return np.concatenate([packed & np.uint8(0x0F), packed >> np.uint8(4)], axis=-1)
+
+
+def _planes(packed: Array, bits: int) -> Array:
+    """``bits``-wide fields of every byte, lowest field first, each field plane whole:
+    ``[..., k] -> [..., 8 / bits, k]``."""
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)[:, None]
+    return (packed[..., None, :] >> shifts) & np.uint8((1 << bits) - 1)
+
+
+def _high_bits_32(blocks: Array, start: int) -> Array:
+    """The 32 single bits of the little-endian uint32 at byte ``start``, bit ``i`` for element ``i``."""
+    return _planes(blocks[:, start : start + 4], 1).transpose(0, 2, 1).reshape(-1, 32)
+
+
+def _q4_0(blocks: Array) -> Array:
+    q = _nibbles(blocks[:, 2:18]).astype(np.int8) - np.int8(8)
+    return _half(blocks, 0) * q.astype(np.float32)
+
+
+def _q4_1(blocks: Array) -> Array:
+    q = _nibbles(blocks[:, 4:20]).astype(np.float32)
+    return _half(blocks, 0) * q + _half(blocks, 2)
+
+
+def _q5_0(blocks: Array) -> Array:
+    q = _nibbles(blocks[:, 6:22]) | (_high_bits_32(blocks, 2) << np.uint8(4))
+    return _half(blocks, 0) * (q.astype(np.int8) - np.int8(16)).astype(np.float32)
+
+
+def _q5_1(blocks: Array) -> Array:
+    q = _nibbles(blocks[:, 8:24]) | (_high_bits_32(blocks, 4) << np.uint8(4))
+    return _half(blocks, 0) * q.astype(np.float32) + _half(blocks, 2)
+
+
+def _q8_0(blocks: Array) -> Array:
+    return blocks[:, 2:34].view(np.int8).astype(np.float32) * _half(blocks, 0)
+
+
+def _q2_k(blocks: Array) -> Array:
+    n = len(blocks)
+    scales = blocks[:, :16]
+    d, dmin = _half(blocks, 80), _half(blocks, 82)
+    step = (d * (scales & np.uint8(0x0F)).astype(np.float32))[..., None]
+    low = (dmin * (scales >> np.uint8(4)).astype(np.float32))[..., None]
+    q = _planes(blocks[:, 16:80].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.float32)
+    return (step * q - low).reshape(n, QK_K)
+
+
+def _q3_k(blocks: Array) -> Array:
+    n = len(blocks)
+    packed = blocks[:, 96:108]
+    low = _nibbles(packed[:, :8])
+    high = _planes(packed[:, 8:12], 2).reshape(n, 16)
+    scales = ((low | (high << np.uint8(4))).astype(np.int8) - np.int8(32)).astype(np.float32)
+    step = (_half(blocks, 108) * scales)[..., None]
+    q = _planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16)
+    missing = (_planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
+    return (step * (q.astype(np.int8) - missing.astype(np.int8)).astype(np.float32)).reshape(n, QK_K)
+
+
+def _k_scales(packed: Array) -> tuple[Array, Array]:
+    """The eight 6-bit scales and mins of a Q4_K / Q5_K super-block, from 12 bytes."""
+    first, second, rest = packed[:, 0:4], packed[:, 4:8], packed[:, 8:12]
+    six = np.uint8(0x3F)
+    scales = np.concatenate(
+        [first & six, (rest & np.uint8(0x0F)) | ((first >> np.uint8(2)) & np.uint8(0x30))], 1
+    )
+    mins = np.concatenate(
+        [second & six, (rest >> np.uint8(4)) | ((second >> np.uint8(2)) & np.uint8(0x30))], 1
+    )
+    return scales.astype(np.float32), mins.astype(np.float32)
+
+
+def _k_dequantize(blocks: Array, q: Array) -> Array:
+    """``d * scale * q - dmin * min`` per 32-element sub-block of a Q4_K / Q5_K super-block."""
+    scales, mins = _k_scales(blocks[:, 4:16])
+    step = (_half(blocks, 0) * scales)[..., None]
+    low = (_half(blocks, 2) * mins)[..., None]
+    return (step * q.astype(np.float32) - low).reshape(len(blocks), QK_K)
+
+
+def _q4_k(blocks: Array) -> Array:
+    return _k_dequantize(blocks, _nibbles(blocks[:, 16:144].reshape(-1, 4, 32)).reshape(-1, 8, 32))
+
+
+def _q5_k(blocks: Array) -> Array:
+    low = _nibbles(blocks[:, 48:176].reshape(-1, 4, 32)).reshape(-1, 8, 32)
+    return _k_dequantize(blocks, low | (_planes(blocks[:, 16:48], 1) << np.uint8(4)))
+
+
+def _q6_k(blocks: Array) -> Array:
+    n = len(blocks)
+    low = _nibbles(blocks[:, :128].reshape(n, 2, 64))
+    high = _planes(blocks[:, 128:192].reshape(n, 2, 32), 2).reshape(n, 2, 128)
+    q = ((low | (high << np.uint8(4))).astype(np.int8) - np.int8(32)).astype(np.float32)
+    step = (_half(blocks, 208) * blocks[:, 192:208].view(np.int8).astype(np.float32))[..., None]
+    return (step * q.reshape(n, 16, 16)).reshape(n, QK_K)
+
+
+def _bf16(blocks: Array) -> Array:
+    return (blocks.view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+class BlockType(NamedTuple):
+    """One GGML block type: elements and bytes per block, and its dequantizer."""
+
+    size: int
+    bytes: int
+    dequantize: Callable[[Array], Array]
+
+
+BLOCK_TYPES: dict[str, BlockType] = {
+    "BF16": BlockType(1, 2, _bf16),
+    "Q4_0": BlockType(32, 18, _q4_0),
+    "Q4_1": BlockType(32, 20, _q4_1),
+    "Q5_0": BlockType(32, 22, _q5_0),
+    "Q5_1": BlockType(32, 24, _q5_1),
+    "Q8_0": BlockType(32, 34, _q8_0),
+    "Q2_K": BlockType(QK_K, 84, _q2_k),
+    "Q3_K": BlockType(QK_K, 110, _q3_k),
+    "Q4_K": BlockType(QK_K, 144, _q4_k),
+    "Q5_K": BlockType(QK_K, 176, _q5_k),
+    "Q6_K": BlockType(QK_K, 210, _q6_k),
+}
+
+
+def dequantize(data: Array, quant_type: str) -> Array:
+    """Float32 values of raw GGUF blocks ``[..., k * block_bytes]`` -> ``[..., k * block_size]``."""
+    block = BLOCK_TYPES[quant_type]
+    if data.shape[-1] % block.bytes:
+        raise ValueError(
+            f"{quant_type} data's last dimension {data.shape[-1]} is not whole blocks of {block.bytes} bytes"
+        )
+    values = block.dequantize(np.ascontiguousarray(data, dtype=np.uint8).reshape(-1, block.bytes))
+    return values.reshape(*data.shape[:-1], data.shape[-1] // block.bytes * block.size)
+
+
+def _check_quantized_matmul(node: Node, opset: int) -> str | None:
+    quant_type = as_text(node.attrs.get("quant_type", ""))
+    if quant_type not in BLOCK_TYPES:
+        return f"quant_type={quant_type!r} is not one of {list(BLOCK_TYPES)}"
+    cols, rows = node.attrs.get("cols", 0), node.attrs.get("rows", 0)
+    if rows <= 0 or cols <= 0 or cols % BLOCK_TYPES[quant_type].size:
+        return f"rows={rows}, cols={cols}: need positive sizes, cols whole {quant_type} blocks"
+    return None
+
+
+@KERNELS.register("QuantizedMatMul", domain=DOMAIN, check=_check_quantized_matmul)
+def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
+    """``A @ W^T``, dequantizing ``ROW_CHUNK`` rows of ``W`` at a time."""
+    quant_type, rows, cols = as_text(ctx.attrs["quant_type"]), ctx.attrs["rows"], ctx.attrs["cols"]
+    block = BLOCK_TYPES[quant_type]
+    row_bytes = cols // block.size * block.bytes
+    if w.dtype != np.uint8 or w.size != rows * row_bytes:
+        raise ValueError(
+            f"W is {w.dtype} {list(w.shape)}, not uint8 [{rows}, {row_bytes}] of {quant_type} blocks"
+        )
+    weights = w.reshape(rows, row_bytes)
+    x = widen(a)
+    parts = [
+        matmul(x, dequantize(weights[start : start + ROW_CHUNK], quant_type).T)
+        for start in range(0, rows, ROW_CHUNK)
+    ]
+    return np.concatenate(parts, axis=-1).astype(a.dtype, copy=False)

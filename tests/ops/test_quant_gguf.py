@@ -1,0 +1,98 @@
+"""``spawnml.gguf::QuantizedMatMul`` and its block dequantizers against the ``gguf`` library.
+
+Dequantization must equal ``gguf.quants.dequantize`` exactly (both do the same float32 operations
+per element). The matmul is checked against ``gguf.quants.dequantize`` followed by a float32
+matmul, to 1e-5 relative and absolute: the same products summed in another order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import spawnml
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.quants import dequantize as reference_dequantize
+from gguf.quants import quantize
+from spawnml.ir import Graph, Node, Value
+from spawnml_cpu.kernels.quant_gguf import BLOCK_TYPES, dequantize
+
+#: Types ``gguf.quants.quantize`` can make from floats; the K-quants get random blocks.
+QUANTIZABLE = ("BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+#: Byte offsets of the float16 scales in each K-quant block, kept small and finite.
+K_SCALES = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+MATMUL = {"rtol": 1e-5, "atol": 1e-5}
+
+rng = np.random.default_rng(0)
+
+
+def blocks_of(quant_type: str, rows: int, cols: int) -> np.ndarray:
+    """Raw ``uint8 [rows, cols / block * bytes]`` blocks of ``quant_type``."""
+    if quant_type in QUANTIZABLE:
+        values = rng.standard_normal((rows, cols)).astype(np.float32)
+        return quantize(values, GGMLQuantizationType[quant_type])
+    block_bytes = BLOCK_TYPES[quant_type].bytes
+    blocks = rng.integers(0, 256, (rows * cols // 256, block_bytes), dtype=np.uint8)
+    for start in K_SCALES[quant_type]:
+        scales = rng.uniform(-0.05, 0.05, len(blocks)).astype(np.float16)
+        blocks[:, start : start + 2] = scales.view(np.uint8).reshape(-1, 2)
+    return blocks.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("quant_type", list(BLOCK_TYPES))
+def test_block_layout_matches_gguf(quant_type: str) -> None:
+    assert GGML_QUANT_SIZES[GGMLQuantizationType[quant_type]] == BLOCK_TYPES[quant_type][:2]
+
+
+@pytest.mark.parametrize("quant_type", list(BLOCK_TYPES))
+def test_dequantize_is_exactly_gguf(quant_type: str) -> None:
+    data = blocks_of(quant_type, 8, 512)
+    want = reference_dequantize(data, GGMLQuantizationType[quant_type])
+    np.testing.assert_array_equal(dequantize(data, quant_type), want)
+
+
+def matmul_graph(quant_type: str, rows: int, cols: int, weights: np.ndarray) -> Graph:
+    node = Node(
+        "QuantizedMatMul",
+        ["x", "w"],
+        ["y"],
+        {"quant_type": quant_type, "rows": rows, "cols": cols},
+        domain="spawnml.gguf",
+    )
+    return Graph(
+        nodes=[node],
+        inputs=[Value("x", np.dtype(np.float32), ("batch", 3, cols))],
+        outputs=[Value("y", np.dtype(np.float32), None)],
+        initializers={"w": weights},
+        opset_imports={"": 17, "spawnml.gguf": 1},
+    )
+
+
+@pytest.mark.parametrize("quant_type", list(BLOCK_TYPES))
+def test_quantized_matmul_matches_dequantized_matmul(quant_type: str) -> None:
+    rows, cols = 40, 512
+    weights = blocks_of(quant_type, rows, cols)
+    x = rng.standard_normal((2, 3, cols)).astype(np.float32)
+    session = spawnml.InferenceSession(matmul_graph(quant_type, rows, cols, weights), providers=["cpu"])
+    (y,) = session.run(None, {"x": x})
+    want = x @ reference_dequantize(weights, GGMLQuantizationType[quant_type]).T
+    assert y.dtype == np.float32 and y.shape == (2, 3, rows)
+    np.testing.assert_allclose(y, want, **MATMUL)
+
+
+def test_shape_inference() -> None:
+    graph = matmul_graph("Q8_0", 40, 64, blocks_of("Q8_0", 40, 64))
+    inferred = spawnml.passes.infer_shapes(graph)["y"]
+    assert inferred.dtype == np.float32 and inferred.shape == ("batch", 3, 40)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "reason"),
+    [
+        ({"quant_type": "IQ2_XXS", "rows": 40, "cols": 256}, "quant_type='IQ2_XXS' is not one of"),
+        ({"quant_type": "Q4_K", "rows": 40, "cols": 64}, "cols whole Q4_K blocks"),
+    ],
+)
+def test_unsupported_types_are_refused_at_load(attrs: dict, reason: str) -> None:
+    graph = matmul_graph(attrs["quant_type"], attrs["rows"], attrs["cols"], np.zeros((40, 8), np.uint8))
+    with pytest.raises(spawnml.UnsupportedOperatorError, match=reason):
+        spawnml.InferenceSession(graph, providers=["cpu"])
