@@ -1,0 +1,1 @@
+"""TFLite format loader: flatbuffer ``.tflite`` models lowered to the IR."""
