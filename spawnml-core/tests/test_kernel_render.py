@@ -1,0 +1,247 @@
+"""Every construct renders in every dialect, and the output compiles.
+
+The C dialects are checked twice where the tools exist: OpenCL C by a real OpenCL compiler
+(pyopencl with any platform, e.g. Debian's PoCL), and both OpenCL C and CUDA C by
+``gcc``/``g++ -fsyntax-only`` after a prelude that maps each dialect's keywords, types and
+builtins to plain C/C++ (a syntax and type check, not a device compile). WGSL is checked by
+wgpu's shader module creation (naga) when wgpu finds an adapter (e.g. Mesa's lavapipe).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from spawnml.kernel import (
+    Buffer,
+    Const,
+    ReadBuffer,
+    Scalar,
+    atomic_add,
+    barrier,
+    cos,
+    erf,
+    exp,
+    f16,
+    f32,
+    floor,
+    global_id,
+    group_id,
+    i32,
+    kernel,
+    local_id,
+    log,
+    pow,
+    rsqrt,
+    select,
+    shared,
+    sin,
+    sqrt,
+    tanh,
+    u32,
+)
+from spawnml.kernel.library import add, matmul, sum_partial
+from spawnml.kernel.render import CUDARenderer, OpenCLRenderer, WGSLRenderer
+
+
+@kernel(workgroup=("WG",))
+def every_construct(
+    x: ReadBuffer[T],  # noqa: F821
+    y: Buffer[T],  # noqa: F821
+    counts: Buffer[u32],
+    n: u32,
+    bias: i32,
+    T: Const[Scalar],
+    WG: Const[int],
+    SCALE: Const[float],
+):
+    """Exercises every statement, operator and intrinsic of the kernel language once."""
+    tile = shared(T, WG * 2)
+    i = global_id(0)
+    lid = local_id(0)
+    if i >= n:
+        return
+    v = x[i]
+    tile[lid] = v
+    barrier()
+    w: f32 = f32(tile[(lid + 1) % u32(WG)]) * SCALE
+    w = exp(w) + log(abs(w) + 1.0) + sqrt(abs(w)) + rsqrt(w * w + 1.0) + tanh(w) + erf(w)
+    w = w + sin(w) * cos(w) - floor(w) + pow(abs(w), 0.5) + min(w, 1.0) + max(w, -1.0) + w**2
+    k = i32(i) - bias
+    k = (k * 3 // 2) % 7 + abs(k) + min(k, 2) + max(k, -2)
+    bits = (i & 7) | (i ^ 3) | (i << 2) | (i >> u32(1)) | ~i
+    for j in range(3, 0, -1):
+        if j == 2:
+            continue
+        k += j
+    done = False
+    while (k > 100 or k < -100) and not done:
+        k = k // 2
+        done = k == 7
+        if k == 1:
+            break
+    flag = 0 < k <= 50 and bits != 0
+    w = select(flag, w, -w) + (1.5 if k > 0 else 2.5) + f32(bool(bits))
+    old = atomic_add(counts, group_id(0), 1)
+    atomic_add(counts, u32(WG), old + 1)
+    y[i] = T(w) + v
+
+
+DIALECTS = [OpenCLRenderer(), CUDARenderer(), WGSLRenderer()]
+KERNELS = {
+    "add": add.specialize(T=f32),
+    "sum_partial": sum_partial.specialize(T=f32, BLOCK=64),
+    "matmul": matmul.specialize(T=f32, TILE=8),
+    "every_construct": every_construct.specialize(T=f32, WG=32, SCALE=0.5),
+    "every_construct_f16": every_construct.specialize(T=f16, WG=32, SCALE=0.5),
+    "matmul_i32": matmul.specialize(T=i32, TILE=4),
+}
+
+EXPECTED = {
+    "OpenCLRenderer": [
+        "__kernel void __attribute__((reqd_work_group_size(32, 1, 1))) every_construct(",
+        "__global const float* restrict x",
+        "__local float tile[64];",
+        "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+        "atomic_add(&counts[((uint)get_group_id(0))], 1u)",
+        "for (int j = 3; j > 0; j -= 1) {",
+        "rsqrt(",
+        "erf(",
+        "((int)(abs(k)))",
+    ],
+    "CUDARenderer": [
+        'extern "C" __global__ void __launch_bounds__(32) every_construct(',
+        "const float* __restrict__ x",
+        "__shared__ float tile[64];",
+        "__syncthreads();",
+        "atomicAdd(&counts[blockIdx.x], 1u)",
+        "(blockIdx.x * blockDim.x + threadIdx.x)",
+        "rsqrtf(",
+        "erff(",
+    ],
+    "WGSLRenderer": [
+        "@group(0) @binding(0) var<storage, read> x: array<f32>;",
+        "@group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;",
+        "struct SpawnScalars { n: u32, bias: i32, }",
+        "@group(0) @binding(3) var<uniform> spawn_scalars: SpawnScalars;",
+        "var<workgroup> tile: array<f32, 64>;",
+        "@compute @workgroup_size(32, 1, 1)",
+        "workgroupBarrier();",
+        "atomicAdd(&counts[spawn_wid.x], 1u)",
+        "for (var j: i32 = 3i; j > 0i; j -= 1i) {",
+        "inverseSqrt(",
+        "fn spawn_erf_f32(x: f32) -> f32 {",
+        "spawn_erf_f32(",
+        "select(",
+        "(i >> 1u)",
+    ],
+}
+
+
+@pytest.mark.parametrize("renderer", DIALECTS, ids=lambda r: type(r).__name__)
+def test_every_construct_renders_with_the_dialects_spelling(renderer):
+    source = renderer.render(KERNELS["every_construct"])
+    for fragment in EXPECTED[type(renderer).__name__]:
+        assert fragment in source, f"{fragment!r} missing from\n{source}"
+
+
+def test_f16_enables_half_support():
+    k = KERNELS["every_construct_f16"]
+    assert OpenCLRenderer().render(k).startswith("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    assert CUDARenderer().render(k).startswith("#include <cuda_fp16.h>")
+    assert WGSLRenderer().render(k).startswith("enable f16;")
+    assert "((__half)(" in CUDARenderer().render(k)
+
+
+_OPENCL_AS_C = """
+#include <math.h>
+#include <stdbool.h>
+typedef unsigned int uint;
+typedef _Float16 half;
+#define __kernel
+#define __global
+#define __local static
+#define CLK_LOCAL_MEM_FENCE 1
+#define CLK_GLOBAL_MEM_FENCE 2
+uint get_global_id(uint); uint get_local_id(uint); uint get_group_id(uint);
+void barrier(int);
+float rsqrt(float);
+#define atomic_add(p, v) (*(p) += (v))
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#define abs(a) ((a) < 0 ? -(a) : (a))
+"""
+
+_CUDA_AS_CPP = """
+#include <math.h>
+#include <stdlib.h>
+typedef _Float16 __half;
+#define __global__
+#define __shared__ static
+#define __launch_bounds__(n)
+struct SpawnDim { unsigned int x, y, z; };
+extern SpawnDim threadIdx, blockIdx, blockDim;
+void __syncthreads();
+template <class T> T atomicAdd(T* p, T v) { T old = *p; *p += v; return old; }
+template <class T> T min(T a, T b) { return a < b ? a : b; }
+template <class T> T max(T a, T b) { return a > b ? a : b; }
+float rsqrtf(float);
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize(
+    ("renderer", "compiler", "prelude"),
+    [
+        (OpenCLRenderer(), ["gcc", "-x", "c", "-std=c11"], _OPENCL_AS_C),
+        (CUDARenderer(), ["g++", "-x", "c++"], _CUDA_AS_CPP),
+    ],
+    ids=["opencl", "cuda"],
+)
+def test_c_dialects_pass_a_gcc_syntax_check(tmp_path, name, renderer, compiler, prelude):
+    source = renderer.render(KERNELS[name]).replace("#include <cuda_fp16.h>", "")
+    source = source.replace("#pragma OPENCL EXTENSION cl_khr_fp16 : enable", "")
+    flags = [
+        "-fsyntax-only",
+        "-Wall",
+        "-Werror",
+        "-Wno-attributes",
+        "-Wno-unused-variable",
+        "-Wno-unused-but-set-variable",
+    ]
+    result = subprocess.run([*compiler, *flags, "-"], input=prelude + source, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr + source
+
+
+def _opencl_context():
+    cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed")
+    try:
+        return cl, cl.create_some_context(interactive=False)
+    except cl.Error as e:
+        pytest.skip(f"no OpenCL platform: {e}")
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_opencl_compiles_with_a_real_compiler(name):
+    cl, ctx = _opencl_context()
+    kernel_ir = KERNELS[name]
+    if "f16" in name and "cl_khr_fp16" not in ctx.devices[0].extensions:
+        pytest.skip("the OpenCL device lacks cl_khr_fp16")
+    program = cl.Program(ctx, OpenCLRenderer().render(kernel_ir)).build()
+    assert getattr(program, kernel_ir.name).num_args == len(kernel_ir.params)
+
+
+def _wgpu_device():
+    wgpu = pytest.importorskip("wgpu", reason="wgpu is not installed")
+    adapter = wgpu.gpu.request_adapter_sync()
+    if adapter is None:
+        pytest.skip("wgpu found no adapter (install Mesa's lavapipe: mesa-vulkan-drivers)")
+    return adapter.request_device_sync()
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(KERNELS) if "f16" not in n])
+def test_wgsl_passes_naga_validation(name):
+    device = _wgpu_device()
+    device.create_shader_module(code=WGSLRenderer().render(KERNELS[name]))
