@@ -1,0 +1,1 @@
+"""The SafeTensors format loader: weights only, memory-mapped."""

@@ -1,0 +1,1 @@
+"""The PyTorch checkpoint reader: zip and legacy pickle formats, without torch and without running code."""

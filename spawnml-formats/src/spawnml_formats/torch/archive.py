@@ -1,0 +1,61 @@
+"""The zip ``torch.save`` format (PyTorch 1.6 and later).
+
+The archive holds ``<folder>/data.pkl``, the object with storages as persistent ids, and
+``<folder>/data/<key>``, each storage's raw elements. Every member is read at most to the
+size it must have, and the archive's declared total is bounded, so zip bombs are refused.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+import numpy as np
+from spawnml import Limits, ModelLoadError
+
+from .storages import Storage
+from .unpickler import unpickle
+
+PICKLE_NAME = "data.pkl"
+
+
+def read_archive(data: bytes, limits: Limits, where: str) -> tuple[Any, dict[str, np.ndarray]]:
+    """The checkpoint's object and, by storage key, each storage's elements."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as error:
+        raise ModelLoadError(f"{where} is not a valid zip archive: {error}") from error
+    with archive:
+        members = {info.filename: info for info in archive.infolist()}
+        declared = sum(info.file_size for info in members.values())
+        limits.check("file size", declared, limits.max_file_bytes, f"unpacked archive {where}")
+        pickles = [name for name in members if name.rsplit("/", 1)[-1] == PICKLE_NAME]
+        if len(pickles) != 1:
+            raise ModelLoadError(f"{where} holds {len(pickles)} {PICKLE_NAME} files, not one")
+        folder = pickles[0][: -len(PICKLE_NAME)]
+        storages: dict[str, Storage] = {}
+        pickle_info = members[pickles[0]]
+        root = unpickle(
+            io.BytesIO(_read(archive, pickle_info, pickle_info.file_size, where)), storages, limits, where
+        )
+        arrays = {}
+        for key, storage in storages.items():
+            info = members.get(f"{folder}data/{key}")
+            if info is None:
+                raise ModelLoadError(f"{where} has no data for storage {key!r}")
+            raw = _read(archive, info, storage.numel * storage.dtype.itemsize, where)
+            arrays[key] = np.frombuffer(raw, storage.dtype, storage.numel)
+        return root, arrays
+
+
+def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, size: int, where: str) -> bytes:
+    """Exactly ``size`` bytes of member ``info``, reading no more than one byte beyond."""
+    try:
+        with archive.open(info) as member:
+            raw = member.read(size + 1)
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise ModelLoadError(f"{where}: member {info.filename!r} cannot be read: {error}") from error
+    if len(raw) != size:
+        raise ModelLoadError(f"{where}: member {info.filename!r} holds {len(raw):,} bytes, not {size:,}")
+    return raw
