@@ -88,4 +88,4 @@ def test_operators_lists_versions_and_native_backends(capsys):
     assert main(["operators", "--json"]) == 0
     rows = {(row["domain"], row["op_type"]): row for row in json.loads(capsys.readouterr().out)}
     assert rows[("ai.onnx", "Softmax")]["versions"] == [1, 13]
-    assert rows[("ai.onnx", "Softmax")]["backends"] == ["cpu"]
+    assert "cpu" in rows[("ai.onnx", "Softmax")]["backends"]
