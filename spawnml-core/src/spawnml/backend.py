@@ -9,13 +9,14 @@ attributes, with the schema's defaults filled in, are in ``ctx.attrs``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .dtypes import name as dtype_name
 from .errors import PluginError
 from .ir import Graph, Node
 
@@ -53,6 +54,8 @@ class KernelSpec:
     since_version: int = 1
     until_version: int | None = None  # exclusive
     check: CheckFn | None = None
+    #: Element types the kernel takes for its first input (None: any the backend holds).
+    dtypes: frozenset[np.dtype] | None = None
 
     def overlaps(self, other: KernelSpec) -> bool:
         """Whether both kernels claim some opset version."""
@@ -76,11 +79,13 @@ class KernelTable:
         since: int = 1,
         until: int | None = None,
         check: CheckFn | None = None,
+        dtypes: Collection[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register ``fn`` as the kernel for ``op_type`` over ``[since, until)``."""
+        allowed = None if dtypes is None else frozenset(np.dtype(d) for d in dtypes)
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-            spec = KernelSpec(op_type, domain, fn, since, until, check)
+            spec = KernelSpec(op_type, domain, fn, since, until, check, allowed)
             existing = self._specs.setdefault((domain, op_type), [])
             for other in existing:
                 if spec.overlaps(other):
@@ -112,11 +117,8 @@ class Backend(ABC):
     #: The conformance cases this backend is expected to fail: a TOML file with a ``[cases]``
     #: table of ``test_name = "reason"`` (see :mod:`spawnml.conformance.expectations`).
     expected_failures: ClassVar[Traversable | None] = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if not getattr(cls, "__abstractmethods__", None) and not getattr(cls, "name", ""):
-            raise PluginError(f"backend class {cls.__name__} sets no name")
+    #: Element types the backend's memory holds (None: any).
+    element_types: ClassVar[frozenset[np.dtype] | None] = None
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -126,11 +128,29 @@ class Backend(ABC):
     def device_name(self) -> str:
         """A human-readable name of the device the backend runs on."""
 
-    def unsupported_reason(self, node: Node, opset: int) -> str | None:
-        """Why this backend cannot run ``node`` (None when it can)."""
+    def unsupported_reason(
+        self,
+        node: Node,
+        opset: int,
+        input_dtypes: Sequence[np.dtype | None] = (),
+        output_dtypes: Sequence[np.dtype | None] = (),
+    ) -> str | None:
+        """Why this backend cannot run ``node`` (None when it can).
+
+        The dtypes, where shape inference knows them, let a backend refuse at load what its
+        memory cannot hold or its kernel does not take.
+        """
         spec = self.kernels.find(node.domain, node.op_type, opset)
         if spec is None:
             return f"no {self.name} kernel"
+        if self.element_types is not None:
+            unheld = {d for d in (*input_dtypes, *output_dtypes) if d is not None} - self.element_types
+            if unheld:
+                return f"{self.name} holds no {', '.join(sorted(map(dtype_name, unheld)))} tensors"
+        first = input_dtypes[0] if input_dtypes else None
+        if spec.dtypes is not None and first is not None and first not in spec.dtypes:
+            takes = ", ".join(sorted(map(dtype_name, spec.dtypes)))
+            return f"the {self.name} kernel takes {takes}, not {dtype_name(first)}"
         return spec.check(node, opset) if spec.check else None
 
     # Memory. Buffers are whatever the backend uses; numpy arrays cross the boundary.

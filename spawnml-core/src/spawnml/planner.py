@@ -26,6 +26,8 @@ from .errors import (
 )
 from .ir import Graph, Node
 from .ops.registry import OperatorRegistry
+from .ops.schema import TensorType
+from .passes.shape_inference import infer_shapes
 from .tensor import EMPTY_OPTIONAL, TensorSequence
 
 #: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
@@ -146,7 +148,8 @@ def build_plan(graph: Graph, providers: Sequence[Backend], operators: OperatorRe
     """Plan ``graph`` on ``providers``; raise :class:`UnsupportedOperatorError` listing every gap."""
     missing: dict[tuple[str, str, int], list[str]] = {}
     counts: Counter[tuple[str, str, int]] = Counter()
-    plan = _plan_graph(graph, providers, operators, graph.opset_imports, frozenset(), missing, counts)
+    types = _known_types(graph, operators)
+    plan = _plan_graph(graph, providers, operators, graph.opset_imports, frozenset(), missing, counts, types)
     if missing:
         raise UnsupportedOperatorError(
             [
@@ -168,6 +171,7 @@ def _plan_graph(
     outer: frozenset[str],
     missing: dict[tuple[str, str, int], list[str]],
     counts: Counter[tuple[str, str, int]],
+    types: Mapping[str, TensorType],
 ) -> Plan:
     steps: list[Step] = []
     for node in graph.toposort(outer):
@@ -181,10 +185,10 @@ def _plan_graph(
             continue
         schema.check_arity(node)
         attrs = schema.resolve_attrs(node)
-        chosen, reasons = _choose(node, opset, providers)
+        chosen, reasons = _choose(node, opset, providers, types)
         visible = outer | _defined_names(graph)
         bodies = {
-            id(body): _plan_graph(body, providers, operators, opsets, visible, missing, counts)
+            id(body): _plan_graph(body, providers, operators, opsets, visible, missing, counts, {})
             for body in node.subgraphs()
         }
         if chosen is None:
@@ -199,10 +203,26 @@ def _plan_graph(
     return Plan(graph, steps, _transfers(graph, steps, providers[0]), _constants(graph, steps), providers[0])
 
 
-def _choose(node: Node, opset: int, providers: Sequence[Backend]) -> tuple[Backend | None, list[str]]:
+def _known_types(graph: Graph, operators: OperatorRegistry) -> Mapping[str, TensorType]:
+    """What shape inference knows of the graph's values; nothing where it cannot say.
+
+    The types only sharpen refusals at load (a backend that holds no float64 tensors);
+    a graph inference cannot follow still plans, node by node, as without them.
+    """
+    try:
+        return infer_shapes(graph, operators)
+    except SpawnMLError:
+        return {}
+
+
+def _choose(
+    node: Node, opset: int, providers: Sequence[Backend], types: Mapping[str, TensorType]
+) -> tuple[Backend | None, list[str]]:
+    inputs = [types[name].dtype if name in types else None for name in node.inputs]
+    outputs = [types[name].dtype if name in types else None for name in node.outputs]
     reasons = []
     for backend in providers:
-        reason = backend.unsupported_reason(node, opset)
+        reason = backend.unsupported_reason(node, opset, inputs, outputs)
         if reason is None:
             return backend, []
         reasons.append(f"{backend.name}: {reason}")

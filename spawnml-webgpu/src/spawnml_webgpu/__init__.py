@@ -1,5 +1,5 @@
-"""The webgpu backend of SpawnML: not built yet.
+"""The WebGPU backend of SpawnML: core's shared GPU kernels, rendered to WGSL and run through wgpu-py."""
 
-Installing this distribution registers no backend; `spawnml plugins` lists the backends
-that are available.
-"""
+from .backend import WebGPUBackend
+
+__all__ = ["WebGPUBackend"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,6 +160,10 @@ def _named(field: str, kind: str, expected: type) -> Adder:
 def _add_backend(result: Registry, plugin: str, backend_class: Any) -> str:
     if not (isinstance(backend_class, type) and issubclass(backend_class, Backend)):
         raise PluginError(f"plugin {plugin!r} registered {backend_class!r}, not a Backend subclass")
+    if inspect.isabstract(backend_class) or not getattr(backend_class, "name", ""):
+        raise PluginError(
+            f"plugin {plugin!r} registered {backend_class.__name__}, which is abstract or has no name"
+        )
     _store(result.backends, backend_class.name, backend_class(), "backend", plugin)
     return backend_class.name
 

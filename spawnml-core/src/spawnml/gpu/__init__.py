@@ -1,0 +1,12 @@
+"""GPU backends: the runtime contract, device tensors, and the kernel table they all share.
+
+A GPU backend is a :class:`Runtime` (device, pooled allocator, programs) and a renderer;
+:class:`GPUBackend` does the rest with the library kernels of :mod:`spawnml.kernel`.
+"""
+
+from .array import PHYSICAL, DeviceArray, Storage, physical
+from .backend import GPUBackend
+from .runtime import Runtime
+from .table import GPU_KERNELS
+
+__all__ = ["GPU_KERNELS", "PHYSICAL", "DeviceArray", "GPUBackend", "Runtime", "Storage", "physical"]

@@ -1,0 +1,69 @@
+"""Device tensors: a pooled buffer shared by views, with a shape and an element type."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..kernel.ir import Scalar, f32, i32
+from .runtime import Runtime
+
+#: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
+#: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
+#: when a value does not fit), and bool as 0/1. Reading back narrows to the tensor's own type.
+PHYSICAL: dict[np.dtype, Scalar] = {np.dtype(np.float32): f32} | {
+    np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)
+}
+
+
+def physical(dtype: np.dtype) -> Scalar:
+    """The device element type of ``dtype``; refuses types GPUs here do not hold."""
+    try:
+        return PHYSICAL[np.dtype(dtype)]
+    except KeyError:
+        held = ", ".join(str(d) for d in PHYSICAL)
+        raise InvalidArgumentError(f"GPU backends hold {held} tensors, not {np.dtype(dtype)}") from None
+
+
+class Storage:
+    """A device buffer; it goes back to its runtime's pool when the last view is dropped."""
+
+    def __init__(self, runtime: Runtime, nbytes: int) -> None:
+        self.runtime = runtime
+        self.handle, self.size = runtime.alloc(nbytes)
+
+    def __del__(self) -> None:
+        self.runtime.free(self.handle, self.size)
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceArray:
+    """A contiguous tensor on a device; ``host`` keeps the values it was uploaded from, if any."""
+
+    storage: Storage
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    host: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def elem(self) -> Scalar:
+        return PHYSICAL[self.dtype]
+
+    @property
+    def handle(self) -> Any:
+        return self.storage.handle
+
+    def view(self, shape: tuple[int, ...]) -> DeviceArray:
+        """The same elements under another shape of the same size (no copy)."""
+        if math.prod(shape) != self.size:
+            raise InvalidArgumentError(f"cannot view {self.size} elements as shape {list(shape)}")
+        host = None if self.host is None else self.host.reshape(shape)
+        return DeviceArray(self.storage, tuple(shape), self.dtype, host)

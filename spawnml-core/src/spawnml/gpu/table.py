@@ -1,0 +1,486 @@
+"""The kernel table every GPU backend shares: each entry picks a library kernel, specialises it,
+computes its grid and scalars, and asks the backend to launch it.
+
+Shapes go in as scalars or small stride buffers, so a new input length does not compile a
+new program. Shape-like inputs (Reshape's shape, Slice's bounds, axes) are read on the host:
+free for initializers, which keep their host values, one small read-back otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import cache
+
+import numpy as np
+
+from ..backend import KernelContext, KernelTable
+from ..dtypes import from_onnx
+from ..errors import InvalidArgumentError
+from ..ir import Node
+from ..kernel import ir
+from ..kernel.ir import Kernel, Scalar, bool_, f32
+from ..kernel.library.batched_matmul import batched_matmul
+from ..kernel.library.map import map1, map2, map3, with_value
+from ..kernel.library.movement import gather, strided_copy
+from ..kernel.library.rows import layernorm_rows, softmax_rows, sum_rows
+from .array import PHYSICAL, DeviceArray
+
+GPU_KERNELS = KernelTable()
+
+#: What the float-only kernels take; declared so that other types are refused at load.
+FLOAT32 = (np.float32,)
+Array = DeviceArray
+#: An expression over the operands ``a`` (and ``b``) of type T, giving a value of type R.
+Build = Callable[[ir.Expr, ir.Expr, Scalar], ir.Expr]
+TILE = 16
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, step = [], 1
+    for dim in reversed(shape):
+        out.append(step)
+        step *= dim
+    return out[::-1]
+
+
+def _broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
+    """Strides reading ``shape`` as if broadcast to ``out`` (0 along broadcast axes)."""
+    padded = [1] * (len(out) - len(shape)) + list(shape)
+    return [
+        0 if dim == 1 and want != 1 else s for dim, want, s in zip(padded, out, _strides(padded), strict=True)
+    ]
+
+
+def _host(ctx: KernelContext, x: Array | None) -> np.ndarray | None:
+    return None if x is None else ctx.backend.to_numpy(x)
+
+
+def _axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise InvalidArgumentError(f"axis {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+# Elementwise ------------------------------------------------------------------------------
+def _flag(cond: ir.Expr, r: Scalar) -> ir.Expr:
+    return ir.Select(cond, ir.Const(1, r), ir.Const(0, r), r)
+
+
+@cache
+def _mapped(op: str, t: Scalar, r: Scalar, rank: int | None) -> Kernel:
+    """``map1`` (contiguous, ``rank`` None) or ``map2`` (broadcasting) computing ``op``."""
+    base = map1.specialize(T=t, R=r) if rank is None else map2.specialize(T=t, R=r, RANK=rank)
+    value = _EXPRESSIONS[op](ir.Var("a", t), ir.Var("b", t), r)
+    return with_value(base, value, f"{op.lower()}_{t}_{r}")
+
+
+def _cmp(symbol: str) -> Build:
+    return lambda a, b, r: _flag(ir.Binary(symbol, a, b, bool_), r)
+
+
+def _arith(symbol: str) -> Build:
+    return lambda a, b, r: ir.Binary(symbol, a, b, a.dtype)
+
+
+def _fn(name: str) -> Build:
+    return lambda a, b, r: ir.Call(name, (a,), a.dtype)
+
+
+def _one(a: ir.Expr) -> ir.Const:
+    return ir.Const(1.0 if a.dtype.is_float else 1, a.dtype)
+
+
+def _cast(a: ir.Expr, b: ir.Expr, r: Scalar) -> ir.Expr:
+    return a if a.dtype == r else ir.Cast(a, r)
+
+
+_EXPRESSIONS: dict[str, Build] = {
+    "Add": _arith("+"),
+    "Sub": _arith("-"),
+    "Mul": _arith("*"),
+    "Div": _arith("/"),
+    "Pow": lambda a, b, r: ir.Call("pow", (a, b), a.dtype),
+    "Max": lambda a, b, r: ir.Call("max", (a, b), a.dtype),
+    "Min": lambda a, b, r: ir.Call("min", (a, b), a.dtype),
+    "And": _arith("&"),
+    "Or": _arith("|"),
+    "Xor": _arith("^"),
+    "Equal": _cmp("=="),
+    "Greater": _cmp(">"),
+    "GreaterOrEqual": _cmp(">="),
+    "Less": _cmp("<"),
+    "LessOrEqual": _cmp("<="),
+    "Sqrt": _fn("sqrt"),
+    "Erf": _fn("erf"),
+    "Tanh": _fn("tanh"),
+    "Exp": _fn("exp"),
+    "Log": _fn("log"),
+    "Abs": _fn("abs"),
+    "Neg": lambda a, b, r: ir.Unary("-", a, a.dtype),
+    "Relu": lambda a, b, r: ir.Call("max", (a, ir.Const(0.0 if a.dtype.is_float else 0, a.dtype)), a.dtype),
+    "Sigmoid": lambda a, b, r: ir.Binary(
+        "/",
+        _one(a),
+        ir.Binary("+", _one(a), ir.Call("exp", (ir.Unary("-", a, a.dtype),), a.dtype), a.dtype),
+        a.dtype,
+    ),
+    "Reciprocal": lambda a, b, r: ir.Binary("/", _one(a), a, a.dtype),
+    "Not": lambda a, b, r: ir.Binary("^", a, _one(a), a.dtype),
+    "Cast": _cast,
+    "CastBool": lambda a, b, r: _flag(
+        ir.Binary("!=", a, ir.Const(0.0 if a.dtype.is_float else 0, a.dtype), bool_), r
+    ),
+}
+_FLOAT_ONLY = {"Pow", "Sqrt", "Erf", "Tanh", "Exp", "Log", "Sigmoid", "Reciprocal"}
+_COMPARISONS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}
+
+
+def _elem_of(op: str, x: Array) -> Scalar:
+    if op in _FLOAT_ONLY and x.elem != f32:
+        raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
+    return x.elem
+
+
+def unary(ctx: KernelContext, op: str, x: Array, out_dtype: np.dtype | None = None) -> Array:
+    """``op`` on every element of ``x``."""
+    out = ctx.backend.empty(x.shape, out_dtype or x.dtype)
+    k = _mapped(op, _elem_of(op, x), out.elem, None)
+    ctx.backend.launch_flat(k, [x, out], out.size)
+    return out
+
+
+def binary(ctx: KernelContext, op: str, x: Array, y: Array) -> Array:
+    """``op`` on ``x`` and ``y`` broadcast against each other."""
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out = ctx.backend.empty(shape, np.dtype(np.bool_) if op in _COMPARISONS else x.dtype)
+    meta = ctx.backend.constant(
+        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+    )
+    k = _mapped(op, _elem_of(op, x), out.elem, len(shape))
+    ctx.backend.launch_flat(k, [x, y, out, meta], out.size)
+    return out
+
+
+def _register_elementwise() -> None:
+    for op in ("Add", "Sub", "Mul", "Div", "Equal", "Greater", "Less", "And", "Or", "Xor"):
+        GPU_KERNELS.register(op, since=7)(lambda ctx, x, y, _op=op: binary(ctx, _op, x, y))
+    for op in ("GreaterOrEqual", "LessOrEqual"):
+        GPU_KERNELS.register(op, since=12)(lambda ctx, x, y, _op=op: binary(ctx, _op, x, y))
+    for op in ("Max", "Min"):
+        GPU_KERNELS.register(op, since=8)(lambda ctx, *xs, _op=op: _variadic(ctx, _op, xs))
+    for op in ("Sqrt", "Erf", "Tanh", "Exp", "Log", "Abs", "Neg", "Relu", "Sigmoid", "Reciprocal", "Not"):
+        GPU_KERNELS.register(op, since=6)(lambda ctx, x, _op=op: unary(ctx, _op, x))
+
+
+@GPU_KERNELS.register("Pow", since=7, dtypes=FLOAT32)
+def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
+    """``x ** y``; an integer exponent is first cast to float32."""
+    return binary(ctx, "Pow", x, y if y.dtype == x.dtype else unary(ctx, "Cast", y, x.dtype))
+
+
+def _variadic(ctx: KernelContext, op: str, xs: Sequence[Array]) -> Array:
+    out = xs[0]
+    for x in xs[1:]:
+        out = binary(ctx, op, out, x)
+    return out
+
+
+_register_elementwise()
+
+
+@GPU_KERNELS.register("Where", since=9)
+def where(ctx: KernelContext, cond: Array, x: Array, y: Array) -> Array:
+    shape = np.broadcast_shapes(cond.shape, x.shape, y.shape)
+    out = ctx.backend.empty(shape, x.dtype)
+    rows = [_broadcast_strides(a.shape, shape) for a in (cond, x, y)]
+    meta = ctx.backend.constant([*shape, *(s for row in rows for s in row)])
+    ctx.backend.launch_flat(map3.specialize(T=x.elem, RANK=len(shape)), [cond, x, y, out, meta], out.size)
+    return out
+
+
+def _check_cast(node: Node, opset: int) -> str | None:
+    target = from_onnx(int(node.attrs.get("to", 0)))
+    return (
+        None if target in PHYSICAL else f"casts to {target} (GPU tensors are {', '.join(map(str, PHYSICAL))})"
+    )
+
+
+@GPU_KERNELS.register("Cast", since=6, check=_check_cast)
+def cast(ctx: KernelContext, x: Array) -> Array:
+    target = from_onnx(int(ctx.attrs["to"]))
+    return unary(ctx, "CastBool" if target == np.bool_ else "Cast", x, target)
+
+
+# Data movement ----------------------------------------------------------------------------
+def copy_strided(
+    ctx: KernelContext,
+    x: Array,
+    out: Array,
+    shape: Sequence[int],
+    src: Sequence[int],
+    dst: Sequence[int],
+    src_offset: int = 0,
+    dst_offset: int = 0,
+) -> None:
+    """Copy the view ``(shape, src strides, src_offset)`` of ``x`` to ``out`` at ``dst`` strides."""
+    meta = ctx.backend.constant(np.array([*shape, *src, *dst], np.int64).astype(np.uint32))
+    k = strided_copy.specialize(T=x.elem, RANK=len(shape))
+    scalars = {"src_offset": src_offset % 2**32, "dst_offset": dst_offset}
+    ctx.backend.launch_flat(k, [x, out, meta], math.prod(shape), **scalars)
+
+
+def permuted(ctx: KernelContext, x: Array, perm: Sequence[int]) -> Array:
+    shape = [x.shape[p] for p in perm]
+    out = ctx.backend.empty(shape, x.dtype)
+    strides = _strides(x.shape)
+    copy_strided(ctx, x, out, shape, [strides[p] for p in perm], _strides(shape))
+    return out
+
+
+@GPU_KERNELS.register("Transpose")
+def transpose(ctx: KernelContext, x: Array) -> Array:
+    perm = ctx.attrs.get("perm") or list(range(len(x.shape)))[::-1]
+    return permuted(ctx, x, [int(p) for p in perm])
+
+
+@GPU_KERNELS.register("Expand", since=8)
+def expand(ctx: KernelContext, x: Array, shape: Array) -> Array:
+    target = np.broadcast_shapes(x.shape, tuple(int(d) for d in _host(ctx, shape)))
+    out = ctx.backend.empty(target, x.dtype)
+    copy_strided(ctx, x, out, target, _broadcast_strides(x.shape, target), _strides(target))
+    return out
+
+
+@GPU_KERNELS.register("Slice", since=10)
+def slice_(
+    ctx: KernelContext,
+    x: Array,
+    starts: Array,
+    ends: Array,
+    axes: Array | None = None,
+    steps: Array | None = None,
+) -> Array:
+    rank = len(x.shape)
+    first, last = _host(ctx, starts), _host(ctx, ends)
+    chosen = range(len(first)) if axes is None else _host(ctx, axes)
+    stride = [1] * len(first) if steps is None else _host(ctx, steps)
+    ranges = [range(dim) for dim in x.shape]
+    for axis, start, end, step in zip(chosen, first, last, stride, strict=True):
+        axis = _axis(int(axis), rank)
+        if step == 0:
+            raise InvalidArgumentError("Slice steps must not be 0")
+        ranges[axis] = ranges[axis][int(start) : int(end) : int(step)]
+    shape = [len(r) for r in ranges]
+    out = ctx.backend.empty(shape, x.dtype)
+    base = _strides(x.shape)
+    offset = sum(r.start * s for r, s in zip(ranges, base, strict=True) if len(r))
+    copy_strided(
+        ctx, x, out, shape, [r.step * s for r, s in zip(ranges, base, strict=True)], _strides(shape), offset
+    )
+    return out
+
+
+@GPU_KERNELS.register("Concat", since=4)
+def concat(ctx: KernelContext, *xs: Array) -> Array:
+    axis = _axis(int(ctx.attrs["axis"]), len(xs[0].shape))
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = ctx.backend.empty(shape, xs[0].dtype)
+    strides, offset = _strides(shape), 0
+    for x in xs:
+        if x.size:
+            copy_strided(ctx, x, out, x.shape, _strides(x.shape), strides, dst_offset=offset * strides[axis])
+        offset += x.shape[axis]
+    return out
+
+
+@GPU_KERNELS.register("Gather", since=1)
+def gather_(ctx: KernelContext, data: Array, indices: Array) -> Array:
+    axis = _axis(int(ctx.attrs.get("axis", 0)), len(data.shape))
+    shape = [*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]]
+    out = ctx.backend.empty(shape, data.dtype)
+    inner = math.prod(data.shape[axis + 1 :])
+    scalars = {"inner": max(inner, 1), "count": max(indices.size, 1), "axis_dim": data.shape[axis]}
+    ctx.backend.launch_flat(gather.specialize(T=data.elem), [data, indices, out], out.size, **scalars)
+    return out
+
+
+# Views ------------------------------------------------------------------------------------
+@GPU_KERNELS.register("Reshape", since=5)
+def reshape(ctx: KernelContext, x: Array, shape: Array) -> Array:
+    wanted = [int(d) for d in _host(ctx, shape)]
+    if not ctx.attrs.get("allowzero", 0):
+        wanted = [x.shape[i] if d == 0 else d for i, d in enumerate(wanted)]
+    if -1 in wanted:
+        known = math.prod(d for d in wanted if d != -1)
+        wanted[wanted.index(-1)] = x.size // known if known else 0
+    return x.view(tuple(wanted))
+
+
+@GPU_KERNELS.register("Flatten", since=1)
+def flatten(ctx: KernelContext, x: Array) -> Array:
+    axis = int(ctx.attrs.get("axis", 1))
+    axis = axis + len(x.shape) if axis < 0 else axis
+    return x.view((math.prod(x.shape[:axis]), math.prod(x.shape[axis:])))
+
+
+def _axes(ctx: KernelContext, given: Array | None) -> list[int] | None:
+    axes = ctx.attrs.get("axes") if given is None else _host(ctx, given)
+    return None if axes is None else [int(a) for a in axes]
+
+
+@GPU_KERNELS.register("Squeeze", since=1)
+def squeeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+    chosen = _axes(ctx, axes)
+    drop = (
+        {i for i, d in enumerate(x.shape) if d == 1}
+        if chosen is None
+        else {_axis(a, len(x.shape)) for a in chosen}
+    )
+    return x.view(tuple(d for i, d in enumerate(x.shape) if i not in drop))
+
+
+@GPU_KERNELS.register("Unsqueeze", since=1)
+def unsqueeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+    chosen = _axes(ctx, axes) or []
+    rank = len(x.shape) + len(chosen)
+    shape, rest = [], iter(x.shape)
+    inserted = {_axis(a, rank) for a in chosen}
+    for i in range(rank):
+        shape.append(1 if i in inserted else next(rest))
+    return x.view(tuple(shape))
+
+
+@GPU_KERNELS.register("Identity", since=1)
+def identity(ctx: KernelContext, x: Array) -> Array:
+    return x
+
+
+@GPU_KERNELS.register("Shape", since=1)
+def shape_(ctx: KernelContext, x: Array) -> Array:
+    start, end = int(ctx.attrs.get("start", 0)), ctx.attrs.get("end")
+    dims = x.shape[start : None if end is None else int(end)]
+    return ctx.backend.from_numpy(np.array(dims, np.int64))
+
+
+# Matrix multiplication, normalization, reductions ----------------------------------------------
+def _float(x: Array, op: str) -> None:
+    if x.elem != f32:
+        raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
+
+
+@GPU_KERNELS.register("MatMul", since=1, dtypes=FLOAT32)
+def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
+    _float(a, "MatMul")
+    a2 = a.view((1, *a.shape)) if len(a.shape) == 1 else a
+    b2 = b.view((*b.shape, 1)) if len(b.shape) == 1 else b
+    (m, k), n = a2.shape[-2:], b2.shape[-1]
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    a3, b3 = _batched(ctx, a2, batch), _batched(ctx, b2, batch)
+    count = math.prod(batch)
+    out = ctx.backend.empty((*batch, m, n), a.dtype)
+    if out.size:
+        steps = {"a_step": m * k if a3.size > m * k else 0, "b_step": k * n if b3.size > k * n else 0}
+        grid = (-(-n // TILE), -(-m // TILE), count)
+        kernel = batched_matmul.specialize(T=f32, TILE=TILE)
+        ctx.backend.launch(kernel, [a3, b3, out], grid, M=m, N=n, K=k, **steps)
+    shape = [*batch, *([m] if len(a.shape) > 1 else []), *([n] if len(b.shape) > 1 else [])]
+    return out.view(tuple(shape))
+
+
+def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
+    """``x`` as one matrix or one per batch item (expanded when partly broadcast)."""
+    own = x.shape[:-2]
+    if math.prod(own) == 1 or (1,) * (len(batch) - len(own)) + own == batch:
+        return x
+    target = (*batch, *x.shape[-2:])
+    out = ctx.backend.empty(target, x.dtype)
+    copy_strided(ctx, x, out, target, _broadcast_strides(x.shape, target), _strides(target))
+    return out
+
+
+@GPU_KERNELS.register("Softmax", since=1, dtypes=FLOAT32)
+def softmax(ctx: KernelContext, x: Array) -> Array:
+    _float(x, "Softmax")
+    rank = len(x.shape)
+    axis = _axis(int(ctx.attrs.get("axis", -1 if ctx.opset >= 13 else 1)), rank)
+    if ctx.opset >= 13:
+        size, inner = x.shape[axis], math.prod(x.shape[axis + 1 :])
+    else:
+        size, inner = math.prod(x.shape[axis:]), 1
+    out = ctx.backend.empty(x.shape, x.dtype)
+    if size:
+        k = softmax_rows.specialize(T=f32)
+        ctx.backend.launch_flat(k, [x, out], x.size // size, D=size, inner=inner)
+    return out
+
+
+def _only_y(node: Node, opset: int) -> str | None:
+    return "the Mean and InvStdDev outputs are not computed" if any(node.outputs[1:]) else None
+
+
+@GPU_KERNELS.register("LayerNormalization", since=17, check=_only_y, dtypes=FLOAT32)
+def layer_norm(ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None) -> Array:
+    _float(x, "LayerNormalization")
+    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    size = math.prod(x.shape[axis:])
+    params = [_sized(ctx, p, x.shape[axis:]) for p in (scale, bias)]
+    out = ctx.backend.empty(x.shape, x.dtype)
+    if size:
+        k = layernorm_rows.specialize(T=f32)
+        eps = float(ctx.attrs.get("epsilon", 1e-5))
+        ctx.backend.launch_flat(k, [x, *params, out], x.size // size, D=size, epsilon=eps)
+    return out
+
+
+def _sized(ctx: KernelContext, p: Array | None, shape: tuple[int, ...]) -> Array:
+    """A scale or bias as one value per normalized element (zeros when absent)."""
+    if p is None:
+        return ctx.backend.constant(np.zeros(math.prod(shape), np.float32), np.float32)
+    if p.shape == shape or (p.size == math.prod(shape) and len(p.shape) <= len(shape)):
+        return p
+    out = ctx.backend.empty(shape, p.dtype)
+    copy_strided(ctx, p, out, shape, _broadcast_strides(p.shape, shape), _strides(shape))
+    return out
+
+
+def _reduce(ctx: KernelContext, x: Array, axes: Array | None, mean: bool) -> Array:
+    _float(x, "ReduceMean" if mean else "ReduceSum")
+    chosen = _axes(ctx, axes)
+    rank = len(x.shape)
+    if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
+        return x
+    reduced = sorted({_axis(a, rank) for a in chosen} if chosen else range(rank))
+    kept = [i for i in range(rank) if i not in reduced]
+    order = kept + reduced
+    source = x if order == list(range(rank)) else permuted(ctx, x, order)
+    size = math.prod(x.shape[i] for i in reduced)
+    rows = math.prod(x.shape[i] for i in kept)
+    out = ctx.backend.empty((rows,), x.dtype)
+    k = sum_rows.specialize(T=f32)
+    ctx.backend.launch_flat(k, [source, out], rows, D=size, factor=1.0 / size if mean and size else 1.0)
+    keep = ctx.attrs.get("keepdims", 1)
+    return out.view(
+        tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keep or i not in reduced)
+    )
+
+
+@GPU_KERNELS.register("ReduceMean", since=1, until=18, dtypes=FLOAT32)
+def reduce_mean(ctx: KernelContext, x: Array) -> Array:
+    return _reduce(ctx, x, None, mean=True)
+
+
+@GPU_KERNELS.register("ReduceMean", since=18, dtypes=FLOAT32)
+def reduce_mean_18(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+    return _reduce(ctx, x, axes, mean=True)
+
+
+@GPU_KERNELS.register("ReduceSum", since=1, until=13, dtypes=FLOAT32)
+def reduce_sum(ctx: KernelContext, x: Array) -> Array:
+    return _reduce(ctx, x, None, mean=False)
+
+
+@GPU_KERNELS.register("ReduceSum", since=13, dtypes=FLOAT32)
+def reduce_sum_13(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+    return _reduce(ctx, x, axes, mean=False)

@@ -1,0 +1,72 @@
+"""The shared runtime machinery without a device: size-pooled allocation and the program cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from spawnml.errors import InvalidArgumentError
+from spawnml.gpu import DeviceArray, Runtime, Storage, physical
+
+
+class FakeRuntime(Runtime):
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocated: list[int] = []
+        self.compiled: list[str] = []
+
+    def describe(self) -> str:
+        return "fake"
+
+    max_groups = 65535
+    max_buffer_bytes = 1 << 20
+
+    def _alloc(self, size: int) -> bytearray:
+        self.allocated.append(size)
+        return bytearray(size)
+
+    def copy_in(self, handle, data):
+        handle[: data.nbytes] = data.tobytes()
+
+    def copy_out(self, handle, nbytes):
+        return bytes(handle[:nbytes])
+
+    def compile(self, source: str, name: str) -> str:
+        self.compiled.append(source)
+        return name
+
+    def launch(self, program, buffers, grid, scalars):
+        raise AssertionError("not launched here")
+
+
+def test_buffers_are_pooled_by_aligned_size():
+    runtime = FakeRuntime()
+    first = Storage(runtime, 10)
+    handle = first.handle
+    del first  # back to the pool
+    again = Storage(runtime, 13)  # the same 16-byte bucket
+    assert again.handle is handle and runtime.allocated == [16]
+    Storage(runtime, 17)
+    assert runtime.allocated == [16, 32]
+
+
+def test_programs_compile_once_per_source():
+    runtime = FakeRuntime()
+    assert runtime.program("src", "k") == runtime.program("src", "k") == "k"
+    runtime.program("other", "k")
+    assert runtime.compiled == ["src", "other"]
+
+
+def test_views_share_storage_and_keep_host_values():
+    runtime = FakeRuntime()
+    host = np.arange(6, dtype=np.int64)
+    array = DeviceArray(Storage(runtime, 24), (6,), host.dtype, host)
+    view = array.view((2, 3))
+    assert view.storage is array.storage and view.host.shape == (2, 3)
+    with pytest.raises(InvalidArgumentError, match="cannot view 6 elements"):
+        array.view((4,))
+
+
+def test_physical_types():
+    assert physical(np.dtype(np.int64)).name == "i32" and physical(np.dtype(np.bool_)).name == "i32"
+    with pytest.raises(InvalidArgumentError, match="not float64"):
+        physical(np.dtype(np.float64))

@@ -1,0 +1,102 @@
+"""The WebGPU runtime over wgpu-py: buffers, a pipeline per WGSL source, batched dispatches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from spawnml.gpu import Runtime
+
+#: The adapter limits the device is opened with (the defaults are far below what adapters offer).
+LIMITS = (
+    "max-buffer-size",
+    "max-storage-buffer-binding-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-compute-workgroups-per-dimension",
+)
+#: Dispatches recorded before the command encoder is submitted.
+BATCH = 128
+
+
+class WebGPURuntime(Runtime):
+    """One wgpu device: dispatches go into one command encoder until a copy or the batch flushes it."""
+
+    def __init__(self, adapter: Any) -> None:
+        import wgpu
+
+        super().__init__()
+        self.wgpu, self.adapter = wgpu, adapter
+        self.device = adapter.request_device_sync(required_limits={k: adapter.limits[k] for k in LIMITS})
+        self.limits = self.device.limits
+        self._encoder: Any = None
+        self._pending = 0
+        self._uniforms: dict[bytes, Any] = {}
+
+    def describe(self) -> str:
+        info = self.adapter.info
+        return f"{info['device']} ({info['adapter_type']} adapter, {info['backend_type']})"
+
+    @property
+    def max_groups(self) -> int:
+        return int(self.limits["max-compute-workgroups-per-dimension"])
+
+    @property
+    def max_buffer_bytes(self) -> int:
+        return int(min(self.limits["max-storage-buffer-binding-size"], self.limits["max-buffer-size"]))
+
+    def _alloc(self, size: int) -> Any:
+        usage = self.wgpu.BufferUsage
+        return self.device.create_buffer(size=size, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+
+    def copy_in(self, handle: Any, data: np.ndarray) -> None:
+        self.flush()
+        self.device.queue.write_buffer(handle, 0, data)
+
+    def copy_out(self, handle: Any, nbytes: int) -> bytes:
+        self.flush()
+        return bytes(self.device.queue.read_buffer(handle, 0, nbytes))
+
+    def compile(self, source: str, name: str) -> Any:
+        module = self.device.create_shader_module(code=source)
+        pipeline = self.device.create_compute_pipeline(
+            layout="auto", compute={"module": module, "entry_point": name}
+        )
+        return pipeline, pipeline.get_bind_group_layout(0)
+
+    def launch(
+        self, program: Any, buffers: Sequence[Any], grid: tuple[int, int, int], scalars: Sequence[np.generic]
+    ) -> None:
+        pipeline, layout = program
+        bound = (
+            [*buffers, self._uniform(b"".join(s.tobytes() for s in scalars))] if scalars else list(buffers)
+        )
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(bound)
+        ]
+        group = self.device.create_bind_group(layout=layout, entries=entries)
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        compute = self._encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(*grid)
+        compute.end()
+        self._pending += 1
+        if self._pending >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Submit the recorded dispatches."""
+        if self._encoder is not None:
+            self.device.queue.submit([self._encoder.finish()])
+            self._encoder, self._pending = None, 0
+
+    def _uniform(self, packed: bytes) -> Any:
+        """A uniform buffer holding ``packed`` (padded to 16 bytes), one per distinct content."""
+        if packed not in self._uniforms:
+            data = packed + bytes(-len(packed) % 16)
+            usage = self.wgpu.BufferUsage.UNIFORM
+            self._uniforms[packed] = self.device.create_buffer_with_data(data=data, usage=usage)
+        return self._uniforms[packed]
