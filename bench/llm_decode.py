@@ -1,0 +1,67 @@
+"""Prefill and decode tokens/s of SmolLM2-135M-Instruct (Q4_1 GGUF): SpawnML CPU vs transformers.
+
+Both run the same file with the same prompt and greedy decoding; transformers dequantizes to
+float32 at load, SpawnML runs both its graphs (QuantizedMatMul on raw blocks, and weights
+dequantized at load). Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from spawnml_models.assets import asset_file
+from spawnml_models.llm import TextGenerationPipeline
+from transformers import AutoModelForCausalLM, DynamicCache
+
+
+def spawnml_rates(path: str, ids: list[int], tokens: int, dequantize: bool) -> tuple[float, float]:
+    """(prefill, decode) tokens/s of SpawnML on the CPU backend."""
+    pipeline = TextGenerationPipeline(path, providers=["cpu"], dequantize=dequantize)
+    for _ in pipeline.tokens(ids, tokens):
+        pass
+    return pipeline.stats.prefill_rate, pipeline.stats.decode_rate
+
+
+def torch_rates(path: str, ids: list[int], tokens: int) -> tuple[float, float]:
+    """(prefill, decode) tokens/s of transformers with its KV cache, greedy, same token count."""
+    directory, name = path.rsplit("/", 1)
+    model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32).eval()
+    with torch.no_grad():
+        cache, start = DynamicCache(), time.perf_counter()
+        out = model(torch.tensor([ids]), past_key_values=cache, use_cache=True)
+        prefill = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(tokens - 1):
+            token = out.logits[:, -1:].argmax(-1)
+            out = model(token, past_key_values=out.past_key_values, use_cache=True)
+        decode = time.perf_counter() - start
+    return len(ids) / prefill, (tokens - 1) / decode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--prompt", default="Explain gravity to a child in three sentences.")
+    args = parser.parse_args()
+    path = str(asset_file("smollm2-gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    probe = TextGenerationPipeline(path, dequantize=True)
+    ids = probe.tokenizer.encode(probe.prompt(args.prompt))
+    del probe
+    rows = {
+        "transformers (float32)": torch_rates(path, ids, args.tokens),
+        "spawnml cpu, dequantized": spawnml_rates(path, ids, args.tokens, dequantize=True),
+        "spawnml cpu, QuantizedMatMul": spawnml_rates(path, ids, args.tokens, dequantize=False),
+    }
+    base_prefill, base_decode = rows["transformers (float32)"]
+    print(f"{len(ids)} prompt tokens, {args.tokens} generated; tokens/s (ratio to transformers)")
+    for name, (prefill, decode) in rows.items():
+        print(
+            f"{name:<30} prefill {prefill:8.1f} ({prefill / base_prefill:5.2f}x)"
+            f"   decode {decode:7.2f} ({decode / base_decode:5.2f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()

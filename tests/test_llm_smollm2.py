@@ -1,0 +1,127 @@
+"""SmolLM2-135M-Instruct (Q4_1 GGUF): SpawnML's llama port against transformers on the same file.
+
+transformers (``from_pretrained(dir, gguf_file=...)``) dequantizes every weight to float32 as the
+SpawnML graph does, so logits differ only by float32 rounding: stated tolerance 2e-3 absolute on
+logits of magnitude ~20. The greedy tokens are checked twice: with teacher forcing (our argmax at
+every position of the prompt + transformers' 32 greedy tokens is transformers' next token) for
+three chat prompts, and by decoding through the KV cache, on float32 MatMul weights and on the
+raw blocks under QuantizedMatMul. Needs ``scripts/fetch-models smollm2-gguf``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from spawnml_models.assets import asset_file
+from spawnml_models.llm import TextGenerationPipeline
+from spawnml_models.llm.cache import KVCache
+
+from tests.model_files import require
+
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
+PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "Explain gravity to a child."]
+NEW_TOKENS = 32
+LOGITS_ATOL = 2e-3
+TOKENIZER_STRINGS = [
+    "Hello, world!",
+    "The year 2024 had 366 days.",
+    "<|im_start|>user\nHi there<|im_end|>\n",
+    "naïve café — déjà vu 😀",
+    "def f(x):\n    return x ** 2  # square",
+    "   leading and trailing spaces   ",
+]
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Path:
+    return require(lambda: asset_file("smollm2-gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+@pytest.fixture(scope="module")
+def reference(smollm2: Path) -> tuple[object, object]:
+    """transformers' tokenizer and model, loaded from the GGUF file."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    directory, name = smollm2.parent, smollm2.name
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)
+    return tokenizer, model.eval()
+
+
+@pytest.fixture(scope="module")
+def pipeline(smollm2: Path) -> TextGenerationPipeline:
+    return TextGenerationPipeline(smollm2, dequantize=True)
+
+
+@pytest.fixture(scope="module")
+def expected(reference: tuple[object, object]) -> list[tuple[list[int], list[int], np.ndarray]]:
+    """Per prompt: the chat prompt's ids, transformers' greedy tokens (up to 32, ending at EOS),
+    and its logits over both."""
+    import torch
+
+    tokenizer, model = reference
+    cases = []
+    for prompt in PROMPTS:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+        ids = tokenizer(text, return_tensors="pt").input_ids
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)
+            logits = model(out).logits[0].numpy()
+        cases.append((ids[0].tolist(), out[0, ids.shape[1] :].tolist(), logits))
+    return cases
+
+
+def test_tokenizer_matches_transformers(
+    pipeline: TextGenerationPipeline, reference: tuple[object, object]
+) -> None:
+    tokenizer, _ = reference
+    for text in TOKENIZER_STRINGS:
+        ids = pipeline.tokenizer.encode(text)
+        assert ids == tokenizer(text).input_ids, text
+        assert pipeline.tokenizer.decode(ids) == tokenizer.decode(ids) == text
+
+
+def test_chat_prompt_matches_transformers(
+    pipeline: TextGenerationPipeline, reference: tuple[object, object]
+) -> None:
+    tokenizer, _ = reference
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    for conversation in (messages, messages[1:]):
+        want = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        assert pipeline.prompt(conversation) == want
+
+
+def test_greedy_tokens_and_logits_match_transformers(
+    pipeline: TextGenerationPipeline, expected: list
+) -> None:
+    for (prompt_ids, tokens, want), text in zip(expected, PROMPTS, strict=True):
+        assert pipeline.tokenizer.encode(pipeline.prompt(text)) == prompt_ids
+        logits = pipeline.forward(prompt_ids + tokens, KVCache(pipeline.config))
+        np.testing.assert_allclose(logits, want, rtol=0, atol=LOGITS_ATOL, err_msg=text)
+        assert logits[len(prompt_ids) - 1 : -1].argmax(-1).tolist() == tokens, text
+
+
+def test_decoding_with_the_cache_matches_transformers(
+    pipeline: TextGenerationPipeline, expected: list
+) -> None:
+    prompt_ids, tokens, _ = expected[0]
+    eos = pipeline.tokenizer.eos_id
+    assert list(pipeline.tokens(prompt_ids, NEW_TOKENS)) == [token for token in tokens if token != eos]
+    assert pipeline.stats.prompt_tokens == len(prompt_ids) and pipeline.stats.decode_rate > 0
+
+
+def test_quantized_blocks_match_dequantized_weights(
+    smollm2: Path, pipeline: TextGenerationPipeline, expected: list
+) -> None:
+    """QuantizedMatMul on the raw Q4_1 / Q8_0 blocks: the same logits and greedy tokens."""
+    quantized = TextGenerationPipeline(smollm2)
+    prompt_ids, tokens, want = expected[1]
+    logits = quantized.forward(prompt_ids, KVCache(quantized.config))
+    np.testing.assert_allclose(logits, want[: len(prompt_ids)], rtol=0, atol=LOGITS_ATOL)
+    assert list(quantized.tokens(prompt_ids, 8)) == [token for token in tokens[:8] if token != 2]
