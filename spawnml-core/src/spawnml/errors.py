@@ -39,6 +39,7 @@ def _limit_field(what: str) -> str:
         "total elements": "max_total_elements",
         "string length": "max_string_length",
         "subgraph depth": "max_subgraph_depth",
+        "loop iterations": "max_loop_iterations",
     }
     return fields.get(what, "...")
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +27,9 @@ class Limits:
     max_total_elements: int = 1 << 35
     max_string_length: int = 1 << 20
     max_subgraph_depth: int = 16
+    #: Iterations of one Loop node per run; counted as the loop runs, since its trip count and
+    #: condition may be computed.
+    max_loop_iterations: int = 1_000_000
 
     def check(self, what: str, value: int, limit: int, where: str = "") -> None:
         """Raise :class:`ModelLimitError` when ``value`` exceeds ``limit``."""
@@ -41,6 +47,23 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+_RUN_LIMITS: ContextVar[Limits] = ContextVar("spawnml_run_limits", default=DEFAULT_LIMITS)
+
+
+def run_limits() -> Limits:
+    """The limits that bound work while a model runs: those of :func:`limits_for_runs`, or the defaults."""
+    return _RUN_LIMITS.get()
+
+
+@contextmanager
+def limits_for_runs(limits: Limits) -> Iterator[None]:
+    """Bound the runs made in this context (this thread or task only) by ``limits``."""
+    token = _RUN_LIMITS.set(limits)
+    try:
+        yield
+    finally:
+        _RUN_LIMITS.reset(token)
 
 
 def check_graph(graph: Graph, limits: Limits) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 from spawnml.backend import KernelContext
+from spawnml.errors import ModelLimitError
 from spawnml.ir import TENSOR, Graph, Node, Value
+from spawnml.limits import run_limits
 from spawnml.tensor import TensorSequence
 
 from . import sequence  # noqa: F401  (registration by import)
@@ -92,8 +94,12 @@ def _loop_fits(node: Node, opset: int) -> str | None:
 def loop(
     ctx: KernelContext, trip_count: np.ndarray | None, condition: np.ndarray | None, *initial: Any
 ) -> tuple[Any, ...]:
-    """``for i in range(trip_count) while condition``; either bound may be absent."""
+    """``for i in range(trip_count) while condition``; either bound may be absent.
+
+    At most ``max_loop_iterations`` of the run's limits are run; one more is refused.
+    """
     body: Graph = ctx.attrs["body"]
+    most = run_limits().max_loop_iterations
     limit = None if trip_count is None else int(np.asarray(trip_count).item())
     running = condition is None or _flag(condition)
     carried = list(initial)
@@ -101,6 +107,8 @@ def loop(
     scanned: list[list[np.ndarray]] = [[] for _ in declared]
     iteration = 0
     while running and (limit is None or iteration < limit):
+        if iteration == most:
+            raise ModelLimitError("loop iterations", iteration + 1, most, f"node {ctx.node.label()!r}")
         feeds = _feeds(body, [np.array(iteration, INT64), np.array(running), *carried])
         verdict, *results = ctx.run_subgraph(body, feeds)
         running = _flag(verdict)

@@ -30,5 +30,5 @@ class TFLiteLoader(FormatLoader):
         data = source.read(limits)
         try:
             return lower_model(open_model(data, described, limits), limits)
-        except (struct.error, IndexError, TypeError) as error:  # offsets the flatbuffer reader followed
+        except (struct.error, IndexError, TypeError, ValueError) as error:  # offsets the reader followed
             raise ModelLoadError(f"{described} is not a valid TFLite model: {error}") from error

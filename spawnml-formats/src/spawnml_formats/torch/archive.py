@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,15 @@ from .storages import Storage
 from .unpickler import unpickle
 
 PICKLE_NAME = "data.pkl"
+#: What ``zipfile`` raises on a damaged archive: bad offsets, sizes, compression or data.
+ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, zlib.error)
 
 
 def read_archive(data: bytes, limits: Limits, where: str) -> tuple[Any, dict[str, np.ndarray]]:
     """The checkpoint's object and, by storage key, each storage's elements."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as error:
+    except ZIP_ERRORS as error:
         raise ModelLoadError(f"{where} is not a valid zip archive: {error}") from error
     with archive:
         members = {info.filename: info for info in archive.infolist()}
@@ -54,7 +57,7 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, size: int, where: str
     try:
         with archive.open(info) as member:
             raw = member.read(size + 1)
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
+    except ZIP_ERRORS as error:
         raise ModelLoadError(f"{where}: member {info.filename!r} cannot be read: {error}") from error
     if len(raw) != size:
         raise ModelLoadError(f"{where}: member {info.filename!r} holds {len(raw):,} bytes, not {size:,}")

@@ -1,0 +1,81 @@
+"""One session used from 8 threads at once answers exactly as serial runs; two sessions don't interfere."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spawnml
+from spawnml_models.assets import asset_file
+from spawnml_models.embeddings import MODEL_ASSET
+from spawnml_models.reference_models import OCR_ASSET, detector_feeds
+from spawnml_models.synthetic import token_batch
+
+from tests.fuzz.seeds import onnx_seed
+from tests.model_files import require
+
+THREADS = 8
+Feeds = dict[str, np.ndarray]
+Job = tuple[spawnml.InferenceSession, Feeds]
+
+
+def minilm_batches(count: int) -> Iterator[Feeds]:
+    """``count`` batches of 1 to 3 sentences of 3 to 32 tokens."""
+    rng = np.random.default_rng(7)
+    for _ in range(count):
+        yield token_batch(rng, rng.integers(3, 33, rng.integers(1, 4)).tolist())
+
+
+def small_batches(count: int) -> Iterator[Feeds]:
+    rng = np.random.default_rng(3)
+    for batch in range(1, count + 1):
+        yield {"x": rng.standard_normal((batch, 4)).astype(np.float32)}
+
+
+def assert_threads_agree(jobs: list[Job], repeats: int = 3) -> None:
+    """Each job, run ``repeats`` times from ``THREADS`` threads in shuffled order, equals its serial run."""
+    serial = [session.run(None, feeds) for session, feeds in jobs]
+    order = [index for index in range(len(jobs)) for _ in range(repeats)]
+    random.Random(0).shuffle(order)
+    with ThreadPoolExecutor(THREADS) as pool:
+        answers = list(pool.map(lambda index: (index, jobs[index][0].run(None, jobs[index][1])), order))
+    for index, outputs in answers:
+        for got, expected in zip(outputs, serial[index], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+def session_of(locate: Callable[[], Path]) -> spawnml.InferenceSession:
+    return spawnml.InferenceSession(require(locate))
+
+
+def test_small_model_from_8_threads() -> None:
+    session = spawnml.InferenceSession(onnx_seed())
+    assert_threads_agree([(session, feeds) for feeds in small_batches(16)], repeats=8)
+
+
+@pytest.mark.real_model
+def test_minilm_from_8_threads() -> None:
+    session = session_of(partial(asset_file, MODEL_ASSET, "model.onnx"))
+    assert_threads_agree([(session, feeds) for feeds in minilm_batches(6)], repeats=2)
+
+
+@pytest.mark.real_model
+def test_ocr_detector_from_8_threads() -> None:
+    session = session_of(partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"))
+    assert_threads_agree([(session, feeds) for feeds in list(detector_feeds())[:2]], repeats=2)
+
+
+@pytest.mark.real_model
+def test_two_models_interleaved() -> None:
+    minilm = session_of(partial(asset_file, MODEL_ASSET, "model.onnx"))
+    detector = session_of(partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"))
+    small = spawnml.InferenceSession(onnx_seed())
+    jobs: list[Job] = [(minilm, feeds) for feeds in minilm_batches(4)]
+    jobs += [(detector, feeds) for feeds in list(detector_feeds())[:2]]
+    jobs += [(small, feeds) for feeds in small_batches(4)]
+    assert_threads_agree(jobs, repeats=2)
