@@ -1,5 +1,5 @@
-"""The cuda backend of SpawnML: not built yet.
+"""The CUDA backend of SpawnML: core's shared GPU kernels, rendered to CUDA C++ and run through cupy."""
 
-Installing this distribution registers no backend; `spawnml plugins` lists the backends
-that are available.
-"""
+from .backend import CUDABackend
+
+__all__ = ["CUDABackend"]

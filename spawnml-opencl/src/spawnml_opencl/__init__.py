@@ -1,5 +1,5 @@
-"""The opencl backend of SpawnML: not built yet.
+"""The OpenCL backend of SpawnML: core's shared GPU kernels, rendered to OpenCL C and run through pyopencl."""
 
-Installing this distribution registers no backend; `spawnml plugins` lists the backends
-that are available.
-"""
+from .backend import OpenCLBackend
+
+__all__ = ["OpenCLBackend"]

@@ -1,0 +1,66 @@
+"""The CUDA runtime over cupy: NVRTC-compiled modules, cupy's memory pool, one stream."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import cupy
+import numpy as np
+from spawnml.gpu import Runtime
+
+#: Blocks per grid dimension: CUDA's y and z limit, and keeps every thread index within u32.
+MAX_GROUPS = 65535
+
+
+class CUDARuntime(Runtime):
+    """One CUDA device and one non-blocking stream; only :meth:`copy_out` waits for the device."""
+
+    def __init__(self, blocks: dict[str, tuple[int, int, int]], device: int = 0) -> None:
+        super().__init__()
+        self.blocks = blocks
+        self.device = cupy.cuda.Device(device)
+        self.device.use()
+        self.properties = cupy.cuda.runtime.getDeviceProperties(device)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+
+    def describe(self) -> str:
+        name = self.properties["name"]
+        name = name.decode() if isinstance(name, bytes) else name
+        major, minor = self.properties["major"], self.properties["minor"]
+        return f"CUDA device {self.device.id}: {name} (compute capability {major}.{minor})"
+
+    @property
+    def max_groups(self) -> int:
+        return MAX_GROUPS
+
+    @property
+    def max_buffer_bytes(self) -> int:
+        return int(self.device.mem_info[1])
+
+    def _alloc(self, size: int) -> Any:
+        return cupy.cuda.alloc(size)  # from cupy's default memory pool
+
+    def copy_in(self, handle: Any, data: np.ndarray) -> None:
+        # From pageable memory the call returns once ``data`` is staged, so it may be freed after.
+        handle.copy_from_host_async(data.ctypes.data, data.nbytes, self.stream)
+
+    def copy_out(self, handle: Any, nbytes: int) -> bytes:
+        out = np.empty(nbytes, np.uint8)
+        handle.copy_to_host_async(out.ctypes.data, nbytes, self.stream)
+        self.stream.synchronize()
+        return out.tobytes()
+
+    def compile(self, source: str, name: str) -> tuple[Any, tuple[int, int, int]]:
+        function = cupy.RawModule(code=source, backend="nvrtc").get_function(name)
+        return function, self.blocks[source]
+
+    def launch(
+        self,
+        program: tuple[Any, tuple[int, int, int]],
+        buffers: Sequence[Any],
+        grid: tuple[int, int, int],
+        scalars: Sequence[np.generic],
+    ) -> None:
+        function, block = program
+        function(grid, block, (*buffers, *scalars), stream=self.stream)

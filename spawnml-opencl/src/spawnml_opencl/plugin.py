@@ -1,0 +1,14 @@
+"""Entry-point plugin: registers the OpenCL backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spawnml.plugins import hookimpl
+
+from .backend import OpenCLBackend
+
+
+@hookimpl
+def register_backends(register: Callable[..., None]) -> None:
+    register(OpenCLBackend)
