@@ -36,24 +36,23 @@ def endless_loop(trip_count: int) -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
-def run(trip_count: int) -> float:
-    session = spawnml.InferenceSession(endless_loop(trip_count))
+def run(trip_count: int, limits: Limits | None = None) -> float:
+    session = spawnml.InferenceSession(endless_loop(trip_count), limits=limits)
     return float(session.run(None, {"x0": np.array(0, np.float32)})[0])
 
 
-def test_loop_within_the_limit_runs() -> None:
-    with limits_for_runs(Limits(max_loop_iterations=100)):
-        assert run(100) == 100
+def test_loop_within_the_session_limit_runs() -> None:
+    assert run(100, Limits(max_loop_iterations=100)) == 100
 
 
-def test_loop_past_the_limit_is_refused_naming_the_node() -> None:
-    with limits_for_runs(Limits(max_loop_iterations=100)), pytest.raises(ModelLimitError) as refused:
-        run(2**62)
-    assert "'forever'" in str(refused.value)
+def test_loop_past_the_session_limit_is_refused_naming_the_node() -> None:
+    with pytest.raises(ModelLimitError) as refused:
+        run(2**62, Limits(max_loop_iterations=100))
+    assert "'forever'" in str(refused.value) and "max_loop_iterations" in str(refused.value)
     assert (refused.value.what, refused.value.value, refused.value.limit) == ("loop iterations", 101, 100)
 
 
-def test_runs_use_the_defaults_outside_the_context() -> None:
+def test_run_limits_apply_only_inside_their_context() -> None:
     with limits_for_runs(Limits(max_loop_iterations=5)):
         assert run_limits().max_loop_iterations == 5
     assert run_limits() is spawnml.limits.DEFAULT_LIMITS

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from .errors import ModelLoadError, UnknownFormatError
+from .errors import InvalidArgumentError, ModelLoadError, UnknownFormatError
 from .ir import Graph
 from .limits import DEFAULT_LIMITS, Limits, check_graph
+from .ops.registry import OperatorRegistry
 
 #: How many leading bytes format plugins get to recognise a file.
 HEAD_BYTES = 64
@@ -79,6 +80,13 @@ class FormatLoader(ABC):
     @abstractmethod
     def load(self, source: ModelSource, limits: Limits) -> Graph:
         """Lower the model to a :class:`Graph`; raise :class:`ModelLoadError` subclasses."""
+
+    #: Whether :meth:`save` writes files of this format.
+    writes: ClassVar[bool] = False
+
+    def save(self, graph: Graph, path: str | os.PathLike[str], operators: OperatorRegistry) -> None:
+        """Write ``graph`` as a file of this format (formats with ``writes = True``)."""
+        raise InvalidArgumentError(f"the {self.name} format plugin does not write models")
 
 
 def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ from .backend import Backend
 from .errors import BackendUnavailableError, InvalidArgumentError, InvalidFeedError
 from .formats import ModelSource, PathOrBytes, load
 from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
-from .limits import Limits
+from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
+from .passes import GraphOptimizationLevel, optimize
 from .planner import Placed, Plan, Transfer, build_plan
 from .tensor import EMPTY_OPTIONAL, Tensor, TensorSequence
 
@@ -41,9 +43,17 @@ class NodeArg:
 
 @dataclass
 class SessionOptions:
-    """Options of a session; ``limits`` bounds what the model file may ask for."""
+    """Options of a session, with onnxruntime's names.
+
+    ``limits`` bounds what the model file may ask for. ``graph_optimization_level`` is a
+    :class:`GraphOptimizationLevel` (or ``"disable"``, ``"basic"``, ``"extended"``, ``"all"``);
+    the default is ``ORT_ENABLE_ALL``, as in onnxruntime. ``optimized_model_filepath``, when
+    set, is where the optimized graph is saved as an ONNX file.
+    """
 
     limits: Limits | None = None
+    graph_optimization_level: GraphOptimizationLevel | int | str = GraphOptimizationLevel.ORT_ENABLE_ALL
+    optimized_model_filepath: str | Path = ""
 
 
 class InferenceSession:
@@ -65,8 +75,12 @@ class InferenceSession:
 
         options = sess_options or SessionOptions()
         limits = limits or options.limits
-        self._graph = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
+        self._limits = limits or DEFAULT_LIMITS
+        loaded = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
         self._providers = resolve_providers(providers)
+        self._graph = optimize(loaded, options.graph_optimization_level, self._providers, operators())
+        if options.optimized_model_filepath:
+            save_onnx(self._graph, Path(options.optimized_model_filepath))
         self._plan: Plan = build_plan(self._graph, self._providers, operators())
         self._feedable = {value.name: value for value in self._graph.inputs}
 
@@ -99,7 +113,9 @@ class InferenceSession:
         """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
         names = self._output_names(output_names)
         placed = self._check_feeds(input_feed)
-        return [_output(buffer, backend) for buffer, backend in self._plan.run(placed, names)]
+        with limits_for_runs(self._limits):  # bounds the work of this run (Loop iterations)
+            results = self._plan.run(placed, names)
+        return [_output(buffer, backend) for buffer, backend in results]
 
     # -- introspection ----------------------------------------------------------------------
     @property
@@ -201,6 +217,18 @@ def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
             raise BackendUnavailableError(f"provider {name!r} is installed but unavailable: {status.reason}")
         chosen.append(installed[name])
     return chosen
+
+
+def save_onnx(graph: Graph, path: Path) -> None:
+    """Save ``graph`` as ONNX through the installed format plugin that writes ``.onnx`` files."""
+    from .plugins import formats, operators
+
+    writers = [loader for loader in formats().values() if ".onnx" in loader.extensions and loader.writes]
+    if not writers:
+        raise InvalidArgumentError(
+            "optimized_model_filepath needs a format plugin that writes ONNX; install spawnml-formats"
+        )
+    writers[0].save(graph, path, operators())
 
 
 def _node_arg(value: Value) -> NodeArg:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 import onnx
@@ -11,9 +12,11 @@ from onnx.inliner import inline_local_functions
 from spawnml import Limits, ModelLoadError
 from spawnml.formats import FormatLoader, ModelSource
 from spawnml.ir import Graph
+from spawnml.ops.registry import OperatorRegistry
 
 from .lowering import lower_model
 from .sniff import looks_like_onnx
+from .writer import save_model
 
 
 class ONNXLoader(FormatLoader):
@@ -28,6 +31,11 @@ class ONNXLoader(FormatLoader):
     def load(self, source: ModelSource, limits: Limits) -> Graph:
         model = parse_model(source.read(limits), source.describe())
         return lower_model(model, limits, source.folder)
+
+    writes: ClassVar[bool] = True
+
+    def save(self, graph: Graph, path: str | os.PathLike[str], operators: OperatorRegistry) -> None:
+        save_model(graph, path, operators)
 
 
 def parse_model(data: bytes, described: str) -> ModelProto:

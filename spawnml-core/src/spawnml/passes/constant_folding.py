@@ -1,0 +1,72 @@
+"""Constant folding: run nodes whose inputs are all constants once, at load, on the providers.
+
+Only initializers that no caller can override count as constants; an input with an
+initializer default may be fed, so nothing reading it is folded. Nodes with subgraphs,
+random operators and nodes producing graph outputs are left alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SpawnMLError
+from ..ir import Graph, Node, Value
+from ..planner import build_plan
+from ..tensor import EMPTY_OPTIONAL, TensorSequence
+from .context import PassContext
+from .graph_edit import constant, output_names
+
+#: Operators whose result differs from run to run.
+NONDETERMINISTIC = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+)
+
+
+def fold_constants(graph: Graph, ctx: PassContext) -> int:
+    """Replace every foldable node by initializers holding its outputs; return how many."""
+    folded = 0
+    outputs = output_names(graph)
+    for node in graph.toposort(frozenset(graph.free_names())):
+        if not _foldable(graph, node, outputs):
+            continue
+        results = evaluate(graph, node, ctx)
+        if results is None:
+            continue
+        graph.nodes.remove(node)
+        graph.initializers.update(results)
+        folded += 1
+    return folded
+
+
+def _foldable(graph: Graph, node: Node, outputs: set[str]) -> bool:
+    return (
+        node.op_type not in NONDETERMINISTIC
+        and not any(node.subgraphs())
+        and not any(name in outputs for name in node.outputs)
+        and all(constant(graph, name) is not None for name in node.inputs if name)
+    )
+
+
+def evaluate(graph: Graph, node: Node, ctx: PassContext) -> dict[str, np.ndarray] | None:
+    """The outputs of ``node`` on its constant inputs, or None when no provider computes them."""
+    if not ctx.providers:
+        return None
+    names = [name for name in node.outputs if name]
+    single = Graph(
+        nodes=[node],
+        outputs=[Value(name) for name in names],
+        initializers={name: graph.initializers[name] for name in node.inputs if name},
+        opset_imports=graph.opset_imports,
+        name=f"folding {node.label()}",
+    )
+    try:
+        with np.errstate(all="ignore"):
+            results = build_plan(single, ctx.providers, ctx.operators).run({}, names)
+    except SpawnMLError:
+        return None
+    found = {}
+    for name, (buffer, backend) in zip(names, results, strict=True):
+        if isinstance(buffer, TensorSequence) or buffer is EMPTY_OPTIONAL:
+            return None
+        found[name] = np.array(backend.to_numpy(buffer))
+    return found

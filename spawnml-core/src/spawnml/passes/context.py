@@ -1,0 +1,58 @@
+"""What a rewrite pass may ask about: operator schemas, the providers that will run the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..backend import Backend
+from ..errors import SpawnMLError
+from ..ir import Graph, Node
+from ..ops.registry import OperatorRegistry
+from ..ops.schema import TensorType
+from .shape_inference import infer_shapes
+
+#: onnxruntime's contrib operator domain, imported when a fusion introduces one of its operators.
+MS_DOMAIN = "com.microsoft"
+
+
+@dataclass
+class PassContext:
+    """Operators and providers; a fused node is only introduced where some provider runs it."""
+
+    operators: OperatorRegistry
+    providers: Sequence[Backend] = field(default_factory=list)
+    _types: dict[str, TensorType] | None = field(default=None, repr=False)
+
+    def placement(self, graph: Graph, node: Node) -> Backend | None:
+        """The provider the planner would give ``node``: the first that runs it, if any."""
+        opset = graph.opset(node.domain)
+        if self.operators.lookup(node.domain, node.op_type, opset) is None:
+            return None
+        return next(
+            (backend for backend in self.providers if backend.unsupported_reason(node, opset) is None), None
+        )
+
+    def may_replace(self, graph: Graph, originals: Sequence[Node], fused: Node) -> bool:
+        """Whether ``fused`` runs on the one provider all ``originals`` would run on (as in
+        onnxruntime, nodes of different providers are never fused together)."""
+        provider = self.placement(graph, fused)
+        return provider is not None and all(self.placement(graph, node) is provider for node in originals)
+
+    def types(self, graph: Graph) -> dict[str, TensorType]:
+        """Inferred types of ``graph``'s values (empty when inference fails), kept until :meth:`changed`."""
+        if self._types is None:
+            try:
+                self._types = infer_shapes(graph, self.operators)
+            except SpawnMLError:
+                self._types = {}
+        return self._types
+
+    def changed(self) -> None:
+        """Forget the inferred types: a pass rewrote the graph."""
+        self._types = None
+
+
+def import_domain(graph: Graph, domain: str, version: int = 1) -> None:
+    """Make sure ``graph`` imports ``domain`` (for a contrib operator a fusion introduced)."""
+    graph.opset_imports.setdefault(domain, version)

@@ -1,0 +1,115 @@
+"""Fold a following BatchNormalization, or a per-channel Mul or Add by a constant, into a Conv.
+
+The Conv's weight and bias must be constants read by nothing else; new, folded copies are
+added as initializers (the originals go when dead-node elimination finds them unread).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from .context import PassContext
+from .graph_edit import constant, consumers, fresh_name, only_reader, producers
+
+
+def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
+    """Fold BatchNormalization / Mul / Add after Conv into the Conv's weights; return how many."""
+    folded = 0
+    for node in list(graph.nodes):
+        if node.domain or node.op_type not in ("BatchNormalization", "Mul", "Add"):
+            continue
+        conv, channel = _conv_and_channel_input(graph, node)
+        if conv is None or ctx.placement(graph, conv) is not ctx.placement(graph, node):
+            continue
+        weight, bias = _weights(graph, conv)
+        if weight is None:
+            continue
+        if node.op_type == "BatchNormalization":
+            folded_params = _batch_norm(graph, node, weight, bias)
+        else:
+            folded_params = _elementwise(graph, node.op_type, channel, weight, bias)
+        if folded_params is None:
+            continue
+        new_weight, new_bias = folded_params
+        conv.inputs = [
+            conv.inputs[0],
+            _add(graph, f"{conv.inputs[1]}_folded", new_weight.astype(weight.dtype)),
+            _add(graph, f"{conv.label()}_bias_folded", new_bias.astype(weight.dtype)),
+        ]
+        conv.outputs = [node.outputs[0]]
+        graph.nodes.remove(node)
+        folded += 1
+    return folded
+
+
+def _conv_and_channel_input(graph: Graph, node: Node) -> tuple[Node | None, str]:
+    """The Conv feeding ``node`` as its only reader, and the name of ``node``'s other input."""
+    made = producers(graph)
+    readers = consumers(graph)
+    names = node.inputs[:1] if node.op_type == "BatchNormalization" else node.inputs
+    for index, name in enumerate(names):
+        conv = made.get(name)
+        if _is_conv(conv) and only_reader(graph, readers, name) is node:
+            return conv, "" if node.op_type == "BatchNormalization" else node.inputs[1 - index]
+    return None, ""
+
+
+def _is_conv(node: Node | None) -> bool:
+    return node is not None and node.op_type == "Conv" and not node.domain
+
+
+def _weights(graph: Graph, conv: Node) -> tuple[np.ndarray | None, np.ndarray]:
+    weight = constant(graph, conv.inputs[1])
+    if weight is None or weight.dtype.kind != "f":
+        return None, np.zeros(0)
+    if len(conv.inputs) > 2 and conv.inputs[2]:
+        bias = constant(graph, conv.inputs[2])
+        return (weight, bias) if bias is not None else (None, np.zeros(0))
+    return weight, np.zeros(weight.shape[0], dtype=weight.dtype)
+
+
+def _batch_norm(
+    graph: Graph, node: Node, weight: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    if len([name for name in node.outputs if name]) != 1 or node.attrs.get("training_mode", 0):
+        return None
+    params = [constant(graph, name) for name in node.inputs[1:5]]
+    if any(param is None for param in params):
+        return None
+    scale, shift, mean, var = (param.astype(np.float64) for param in params)  # type: ignore[union-attr]
+    factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
+    return _scaled(weight, factor), (bias - mean) * factor + shift
+
+
+def _elementwise(
+    graph: Graph, op: str, other: str, weight: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    value = constant(graph, other)
+    channels = weight.shape[0]
+    per_channel = _per_channel(value, weight.ndim, channels)
+    if per_channel is None:
+        return None
+    if op == "Mul":
+        return _scaled(weight, per_channel), bias * per_channel
+    return weight, bias + per_channel
+
+
+def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarray | None:
+    """``value`` as one number per output channel, when it broadcasts that way against Conv's output."""
+    if value is None or value.dtype.kind != "f" or value.ndim > rank:
+        return None
+    shape = (1,) * (rank - value.ndim) + value.shape
+    if shape[0] != 1 or any(dim != 1 for dim in shape[2:]) or shape[1] not in (1, channels):
+        return None
+    return np.broadcast_to(value.reshape(-1).astype(np.float64), (channels,))
+
+
+def _scaled(weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    return weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))
+
+
+def _add(graph: Graph, base: str, array: np.ndarray) -> str:
+    name = fresh_name(graph, base)
+    graph.initializers[name] = array
+    return name

@@ -1,0 +1,138 @@
+"""Fuse the decomposed layer normalization over the last axis into LayerNormalization.
+
+The subgraph is ``(x - mean(x)) / sqrt(mean((x - mean(x)) ** 2) + eps) * gamma + beta``,
+as ``ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add`` (the trailing Add is
+optional). Before opset 17 the fused node is the ai.onnx LayerNormalization onnxruntime
+defines as a contrib operator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ops.schema import TensorType
+from .context import PassContext
+from .graph_edit import constant, consumers, fresh_name, output_names, producers, remove_nodes, scalar
+
+
+def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
+    """Replace each matched layer-normalization subgraph by one node; return how many."""
+    types = ctx.types(graph)
+    fused = 0
+    for div in [node for node in graph.nodes if node.op_type == "Div" and not node.domain]:
+        match = _match(graph, div, types)
+        if match is None:
+            continue
+        x, epsilon, gamma, beta, output, nodes = match
+        inputs = [x, _vector(graph, gamma)] + ([_vector(graph, beta)] if beta is not None else [])
+        fused_node = Node(
+            "LayerNormalization", inputs, [output], {"axis": -1, "epsilon": epsilon}, name=div.name
+        )
+        if not ctx.may_replace(graph, nodes, fused_node):
+            continue
+        graph.nodes[graph.nodes.index(div)] = fused_node
+        remove_nodes(graph, [node for node in nodes if node is not div])
+        fused += 1
+    return fused
+
+
+def _match(
+    graph: Graph, div: Node, types: dict[str, TensorType]
+) -> tuple[str, float, np.ndarray, np.ndarray | None, str, list[Node]] | None:
+    made, readers = producers(graph), consumers(graph)
+    chain = _chain(made, div.inputs[1], ("Sqrt", "Add", "ReduceMean", "Pow"))
+    centred = made.get(div.inputs[0])
+    if chain is None or not _is(centred, "Sub"):
+        return None
+    sqrt, add_eps, variance, square = chain
+    epsilon = scalar(constant(graph, add_eps.inputs[1]))
+    if epsilon is None or scalar(constant(graph, square.inputs[1])) != 2.0:
+        return None
+    centred_again = made.get(square.inputs[0])
+    if not _is(centred_again, "Sub") or centred_again.inputs != centred.inputs:
+        return None
+    x, mean_name = centred.inputs
+    mean = made.get(mean_name)
+    if not _is(mean, "ReduceMean") or mean.inputs[0] != x:
+        return None
+    rank = types.get(x, TensorType(None, None)).shape
+    if rank is None or not all(_last_axis(graph, node, len(rank)) for node in (mean, variance)):
+        return None
+    scale = _single_reader(readers, div.outputs[0])
+    gamma = _operand(graph, scale, "Mul", div.outputs[0], len(rank))
+    if gamma is None:
+        return None
+    shift = _single_reader(readers, scale.outputs[0])
+    beta = _operand(graph, shift, "Add", scale.outputs[0], len(rank))
+    last = shift if beta is not None else scale
+    nodes = list(
+        {
+            id(n): n for n in (mean, centred, centred_again, square, variance, add_eps, sqrt, div, scale)
+        }.values()
+    )
+    nodes += [shift] if beta is not None else []
+    if not _internal(graph, readers, nodes, last):
+        return None
+    return x, epsilon, gamma, beta, last.outputs[0], nodes
+
+
+def _is(node: Node | None, op: str) -> bool:
+    return node is not None and node.op_type == op and not node.domain
+
+
+def _chain(made: dict[str, Node], name: str, ops: tuple[str, ...]) -> list[Node] | None:
+    """The producers of ``name`` back through the first inputs, when their types are ``ops``."""
+    nodes = []
+    for op in ops:
+        node = made.get(name)
+        if not _is(node, op):
+            return None
+        nodes.append(node)
+        name = node.inputs[0]
+    return nodes
+
+
+def _last_axis(graph: Graph, node: Node, rank: int) -> bool:
+    """Whether a ReduceMean keeps dims and reduces exactly the last axis."""
+    if node.attrs.get("keepdims", 1) != 1:
+        return False
+    axes = node.attrs.get("axes")
+    if graph.opset() >= 18:
+        value = constant(graph, node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        axes = None if value is None else value.reshape(-1).tolist()
+    return axes is not None and len(axes) == 1 and axes[0] in (-1, rank - 1)
+
+
+def _single_reader(readers: dict[str, list[Node]], name: str) -> Node | None:
+    nodes = readers.get(name, [])
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def _operand(graph: Graph, node: Node | None, op: str, operand: str, rank: int) -> np.ndarray | None:
+    """The constant last-axis vector that ``node`` (an ``op``) combines with ``operand``."""
+    if not _is(node, op) or operand not in node.inputs:
+        return None
+    value = constant(graph, node.inputs[1] if node.inputs[0] == operand else node.inputs[0])
+    if value is None or value.ndim == 0 or value.ndim > rank or value.size != value.shape[-1]:
+        return None
+    return value
+
+
+def _internal(graph: Graph, readers: dict[str, list[Node]], nodes: list[Node], last: Node) -> bool:
+    """Whether every value the matched nodes make, but the last, is read only among them."""
+    members = {id(node) for node in nodes}
+    outputs = output_names(graph)
+    for node in nodes:
+        if node is last:
+            continue
+        for name in node.outputs:
+            if name in outputs or any(id(reader) not in members for reader in readers.get(name, [])):
+                return False
+    return True
+
+
+def _vector(graph: Graph, value: np.ndarray) -> str:
+    name = fresh_name(graph, "layer_norm_param")
+    graph.initializers[name] = value.reshape(-1)
+    return name

@@ -1,0 +1,144 @@
+"""Graph optimization levels, as onnxruntime names them, and the passes each one runs.
+
+- ``disable``: the graph as loaded.
+- ``basic``: semantics-preserving simplifications that any provider benefits from: constant
+  and shape folding, no-op and transpose-pair elimination, dead-node elimination.
+- ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
+  Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
+  SkipLayerNormalization. A fused operator is only introduced where a provider of the
+  session runs it.
+- ``all``: ``extended``; layout-changing passes will join here.
+
+Passes rewrite the top-level graph; subgraph bodies are left as they are. Graph inputs,
+outputs, their names, types and shapes never change.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..backend import Backend
+from ..ir import Graph, Node
+from ..ops.registry import OperatorRegistry
+from .constant_folding import fold_constants
+from .context import PassContext
+from .conv_activation import fuse_conv_activation
+from .conv_folding import fold_into_conv
+from .dead_nodes import eliminate_dead_nodes
+from .eliminate import eliminate_no_ops
+from .gelu import fuse_gelu
+from .layer_norm import fuse_layer_norm
+from .matmul_add import fuse_matmul_add
+from .shape_folding import fold_shapes
+from .skip_layer_norm import fuse_skip_layer_norm
+from .transpose import cancel_transposes
+
+Pass = Callable[[Graph, PassContext], int]
+
+#: Rounds of the basic passes at most: each round enables the next, and few are ever needed.
+MAX_ROUNDS = 8
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    """onnxruntime's ``GraphOptimizationLevel``, with the same names and values."""
+
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+    @classmethod
+    def of(cls, level: GraphOptimizationLevel | int | str) -> GraphOptimizationLevel:
+        """A level from itself, its number, or ``"disable"``/``"basic"``/``"extended"``/``"all"``."""
+        if isinstance(level, str):
+            return LEVEL_NAMES[level.lower()]
+        return cls(level)
+
+
+LEVEL_NAMES = {
+    "disable": GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+BASIC_PASSES: tuple[Pass, ...] = (fold_constants, fold_shapes, eliminate_no_ops, cancel_transposes)
+EXTENDED_PASSES: tuple[Pass, ...] = (
+    fold_into_conv,
+    fuse_conv_activation,
+    fuse_matmul_add,
+    fuse_gelu,
+    fuse_layer_norm,
+    fuse_skip_layer_norm,
+)
+
+
+def optimize(
+    graph: Graph,
+    level: GraphOptimizationLevel | int | str = GraphOptimizationLevel.ORT_ENABLE_ALL,
+    providers: Sequence[Backend] = (),
+    operators: OperatorRegistry | None = None,
+) -> Graph:
+    """An optimized copy of ``graph`` (the original is not changed; weights are shared).
+
+    Constant folding runs the nodes on ``providers``; without providers nothing is folded.
+    """
+    level = GraphOptimizationLevel.of(level)
+    if level == GraphOptimizationLevel.ORT_DISABLE_ALL:
+        return graph
+    if operators is None:
+        from ..plugins import operators as loaded
+
+        operators = loaded()
+    ctx = PassContext(operators, list(providers))
+    work = _copy(graph)
+    _until_stable(work, ctx, BASIC_PASSES)
+    if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
+        _until_stable(work, ctx, EXTENDED_PASSES + BASIC_PASSES)
+    return work
+
+
+def _until_stable(graph: Graph, ctx: PassContext, passes: Sequence[Pass]) -> None:
+    for _ in range(MAX_ROUNDS):
+        changed = 0
+        for run in passes:
+            if run(graph, ctx):
+                ctx.changed()
+                changed += 1
+        changed += eliminate_dead_nodes(graph)
+        if not changed:
+            return
+
+
+def _copy(graph: Graph) -> Graph:
+    """A copy whose nodes, wiring, subgraphs and dicts can be edited freely; arrays are shared."""
+    return replace(
+        graph,
+        nodes=[_copy_node(node) for node in graph.nodes],
+        inputs=list(graph.inputs),
+        outputs=list(graph.outputs),
+        initializers=dict(graph.initializers),
+        value_info=dict(graph.value_info),
+        opset_imports=dict(graph.opset_imports),
+        metadata=dict(graph.metadata),
+    )
+
+
+def _copy_node(node: Node) -> Node:
+    return replace(
+        node,
+        inputs=list(node.inputs),
+        outputs=list(node.outputs),
+        attrs={name: _copy_attr(value) for name, value in node.attrs.items()},
+    )
+
+
+def _copy_attr(value: Any) -> Any:
+    if isinstance(value, Graph):
+        return _copy(value)
+    if isinstance(value, list):
+        return [_copy_attr(item) for item in value]
+    return value

@@ -1,0 +1,34 @@
+"""Shape folding: ``Shape`` and ``Size`` of a value whose shape is statically known become constants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Graph
+from .context import PassContext
+from .graph_edit import output_names
+
+
+def fold_shapes(graph: Graph, ctx: PassContext) -> int:
+    """Replace ``Shape``/``Size`` nodes of fully known shapes by int64 initializers; return how many."""
+    types = ctx.types(graph)
+    outputs = output_names(graph)
+    folded = 0
+    for node in list(graph.nodes):
+        if node.domain or node.op_type not in ("Shape", "Size") or node.outputs[0] in outputs:
+            continue
+        known = types.get(node.inputs[0])
+        if known is None or known.shape is None or not all(isinstance(dim, int) for dim in known.shape):
+            continue
+        dims = [int(dim) for dim in known.shape]
+        if node.op_type == "Size":
+            value = np.array(math.prod(dims), dtype=np.int64)
+        else:
+            start, end = node.attrs.get("start", 0), node.attrs.get("end")
+            value = np.array(dims[slice(start, end)], dtype=np.int64)
+        graph.nodes.remove(node)
+        graph.initializers[node.outputs[0]] = value
+        folded += 1
+    return folded

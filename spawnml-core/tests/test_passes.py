@@ -1,0 +1,64 @@
+"""Core rewrite passes on small IR graphs, run on the mock backend: same results, fewer nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+from spawnml import plugins
+from spawnml.ir import Graph, Node, Value
+from spawnml.passes import optimize
+from spawnml.passes.dead_nodes import eliminate_dead_nodes
+from spawnml.session import InferenceSession, SessionOptions
+
+from .conftest import MOCK_DOMAIN
+
+F32 = np.dtype(np.float32)
+
+
+def mock_graph() -> Graph:
+    """``y = Plus(x, Scale(c))`` with ``c`` a constant and a dead ``Scale(x)`` on the side."""
+    return Graph(
+        nodes=[
+            Node("Scale", ["c"], ["sc"], {"factor": 3.0}, domain=MOCK_DOMAIN),
+            Node("Plus", ["x", "sc"], ["y"], domain=MOCK_DOMAIN),
+            Node("Scale", ["x"], ["unused"], domain=MOCK_DOMAIN),
+        ],
+        inputs=[Value("x", F32, (2,))],
+        outputs=[Value("y", F32, (2,))],
+        initializers={"c": np.array([1, 2], F32)},
+        opset_imports={MOCK_DOMAIN: 1},
+    )
+
+
+def test_constants_fold_on_the_provider_and_dead_nodes_go(mock_plugins):
+    graph = mock_graph()
+    optimized = optimize(graph, "basic", [plugins.backends()["mock"]], plugins.operators())
+    assert [node.op_type for node in optimized.nodes] == ["Plus"]
+    np.testing.assert_array_equal(optimized.initializers["sc"], [3, 6])
+    assert "c" not in optimized.initializers and len(graph.nodes) == 3
+    x = {"x": np.array([1, -1], F32)}
+    plain = InferenceSession(graph, SessionOptions(graph_optimization_level="disable"), providers=["mock"])
+    fast = InferenceSession(graph, providers=["mock"])
+    np.testing.assert_array_equal(fast.run(None, x)[0], plain.run(None, x)[0])
+
+
+def test_without_providers_nothing_is_folded(mock_plugins):
+    optimized = optimize(mock_graph(), "all", [], plugins.operators())
+    assert [node.op_type for node in optimized.nodes] == ["Scale", "Plus"]
+
+
+def test_dead_node_elimination_keeps_what_outputs_and_subgraphs_read():
+    body = Graph(nodes=[Node("Identity", ["outer"], ["b"])], outputs=[Value("b")])
+    graph = Graph(
+        nodes=[
+            Node("Neg", ["x"], ["outer"]),
+            Node("If", ["cond"], ["y"], {"then_branch": body, "else_branch": body}),
+            Node("Neg", ["x"], ["dead"]),
+        ],
+        inputs=[Value("x"), Value("cond")],
+        outputs=[Value("y")],
+        initializers={"unread": np.zeros(1)},
+        value_info={"dead": Value("dead", F32)},
+    )
+    assert eliminate_dead_nodes(graph) == 1
+    assert [node.outputs[0] for node in graph.nodes] == ["outer", "y"]
+    assert graph.initializers == {} and graph.value_info == {}
