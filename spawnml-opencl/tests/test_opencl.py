@@ -8,21 +8,16 @@ functions. Skips with the availability reason where pyopencl finds no device (Po
 
 from __future__ import annotations
 
-import collections
 from importlib.metadata import entry_points
 
 import numpy as np
-import onnxruntime
 import pytest
 import spawnml
-from onnx import TensorProto, helper
 from spawnml import plugins
 from spawnml.backend import KernelContext
 from spawnml.ir import Node
-from spawnml_models.assets import asset_file
 from spawnml_opencl import OpenCLBackend, runtime
 
-from tests.model_files import require
 from tests.test_webgpu import (  # noqa: F401  (collected here, against the opencl backend)
     test_binary_broadcasts_like_numpy,
     test_cast,
@@ -31,9 +26,11 @@ from tests.test_webgpu import (  # noqa: F401  (collected here, against the open
     test_large_launch_spreads_over_a_2d_grid,
     test_layer_normalization,
     test_matmul,
+    test_minilm_on_the_gpu_and_cpu_matches_onnxruntime,
     test_movement,
     test_pow_and_integer_ops,
     test_reductions,
+    test_refuses_precisely_and_splits_with_cpu,
     test_softmax,
     test_unary,
     test_views_share_the_buffer,
@@ -94,38 +91,3 @@ def test_tensor_above_the_device_allocation_limit_is_refused(gpu):
     elements = gpu.runtime.max_buffer_bytes // 4 + 1
     with pytest.raises(spawnml.errors.InvalidArgumentError, match="opencl kernel may bind"):
         gpu.empty((elements,), np.dtype(np.float32))
-
-
-def test_refuses_precisely_and_splits_with_cpu(gpu):
-    graph = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["r"]), helper.make_node("IsNaN", ["r"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.BOOL, [3])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-    with pytest.raises(spawnml.UnsupportedOperatorError, match=r"IsNaN.*opencl: no opencl kernel"):
-        spawnml.InferenceSession(model, providers=["opencl"])
-    session = spawnml.InferenceSession(model, providers=["opencl", "cpu"])
-    assert [p for _, _, p in session.placement()] == ["opencl", "cpu"]
-    assert [(t.value, t.source, t.target) for t in session.transfers()] == [("r", "opencl", "cpu")]
-    x = np.array([-1, np.nan, 2], np.float32)
-    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.isnan(-x))
-
-
-@pytest.mark.real_model
-def test_minilm_on_opencl_and_cpu_matches_onnxruntime(gpu):
-    """Sentence embeddings within 1e-4 (relative and absolute) of onnxruntime's."""
-    path = require(lambda: asset_file("minilm-onnx-int8", "model.onnx"))
-    session = spawnml.InferenceSession(path, providers=["opencl", "cpu"])
-    placed = collections.Counter(provider for _, _, provider in session.placement())
-    on_cpu = sorted({op for _, op, provider in session.placement() if provider == "cpu"})
-    print(f"MiniLM: {dict(placed)} nodes; on cpu: {on_cpu}; {len(session.transfers())} transfers")
-    assert placed["opencl"] > 5 * placed["cpu"]
-    assert not [op for op in on_cpu if gpu.kernels.find("", op, 17)], "an op the GPU table runs went to cpu"
-    reference = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    ids = np.random.default_rng(7).integers(0, 30000, (2, 11))
-    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-    feeds["attention_mask"][1, 8:] = 0
-    got, want = session.run(None, feeds)[0], reference.run(None, feeds)[0]
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
