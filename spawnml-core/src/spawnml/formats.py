@@ -112,7 +112,7 @@ def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
 
 def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Graph:
     """Load any supported model file as a validated, bounded IR :class:`Graph`."""
-    from .plugins import formats
+    from .plugins import formats, operators
 
     limits = limits or DEFAULT_LIMITS
     source = ModelSource.of(model)
@@ -121,4 +121,5 @@ def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Grap
     graph = loader.load(source, limits)
     check_graph(graph, limits)
     graph.toposort()  # validates wiring: cycles, dangling names, duplicate producers
+    operators().validate(graph)
     return graph

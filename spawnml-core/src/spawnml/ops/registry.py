@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Iterable
 
 from ..errors import PluginError
+from ..ir import Graph
 from .schema import OpSchema
 
 
@@ -35,6 +36,18 @@ class OperatorRegistry:
         versions = self._versions.get((_canonical(domain), name), [])
         index = bisect.bisect_right([s.since_version for s in versions], opset)
         return versions[index - 1] if index else None
+
+    def validate(self, graph: Graph) -> None:
+        """Refuse nodes whose arity or attributes contradict their schema, subgraphs included.
+
+        Runs at load, before any pass reads the nodes; operators without a schema are left
+        to the planner, which lists them all at once.
+        """
+        for node, _ in graph.walk():
+            schema = self.lookup(node.domain, node.op_type, graph.opset(node.domain))
+            if schema is not None:
+                schema.check_arity(node)
+                schema.resolve_attrs(node)
 
     def versions(self, domain: str, name: str) -> list[OpSchema]:
         return list(self._versions.get((_canonical(domain), name), []))
