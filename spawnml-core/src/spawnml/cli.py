@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .cli_model import configure_convert, configure_info, model_report, run_convert, run_info
 from .errors import InvalidArgumentError, SpawnMLError
+
+__all__ = ["Command", "main", "model_report", "operators_report", "plugins_report"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,13 @@ def _parser() -> argparse.ArgumentParser:
         Command("plugins", "list installed plugins: backends, formats, models", _configure_json, _plugins),
         Command("models", "list installed model ports and pipelines", _configure_json, _models),
         Command("operators", "list known operators and which backends run them", _configure_json, _operators),
-        Command("info", "describe a model: inputs, outputs, opsets, operators", _configure_info, _info),
+        Command(
+            "info",
+            "describe a model: format, inputs, outputs, operators or weights",
+            configure_info,
+            run_info,
+        ),
+        Command("convert", "write a model as ONNX, optionally optimized", configure_convert, run_convert),
         Command("run", "run a model on .npy inputs", _configure_run, _run),
         Command("conformance", "check a backend's conformance", configure_conformance, run_conformance),
     ]
@@ -189,96 +198,6 @@ def _operators(args: argparse.Namespace) -> int:
         backends = " ".join(row["backends"]) or "(no backend)"
         print(f"{row['domain'] + '::' + row['op_type']:<36} {versions:<16} {backends}")
     print(f"{len(rows)} operators")
-    return 0
-
-
-# -- info ---------------------------------------------------------------------------------
-
-
-def _configure_info(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="path of the model file")
-    _configure_json(parser)
-
-
-def model_report(path: str) -> dict[str, Any]:
-    """What ``spawnml info --json`` prints for a model file."""
-    from .formats import load
-    from .passes import infer_shapes
-    from .plugins import backends
-
-    graph = load(path)
-    try:
-        types = infer_shapes(graph)
-        inference_error = None
-    except SpawnMLError as error:
-        types, inference_error = {}, str(error)
-
-    def describe(value: Any) -> dict[str, Any]:
-        known = types.get(value.name)
-        dtype = value.dtype if value.dtype is not None or known is None else known.dtype
-        shape = value.shape if value.shape is not None or known is None else known.shape
-        return {
-            "name": value.name,
-            "type": dtypes.type_string(dtype),
-            "shape": None if shape is None else list(shape),
-        }
-
-    installed = backends()
-    operators = []
-    for (domain, op_type), count in sorted(graph.op_counts().items()):
-        nodes = [
-            (node, graph.opset(domain))
-            for node, _ in graph.walk()
-            if (node.domain, node.op_type) == (domain, op_type)
-        ]
-        runs = {
-            name: all(backend.unsupported_reason(node, opset) is None for node, opset in nodes)
-            for name, backend in installed.items()
-        }
-        operators.append(
-            {"domain": domain or "ai.onnx", "op_type": op_type, "count": count, "backends": runs}
-        )
-    initializer_names = set(graph.initializers)
-    return {
-        "model": path,
-        "graph": graph.name,
-        "opsets": {domain or "ai.onnx": version for domain, version in graph.opset_imports.items()},
-        "metadata": graph.metadata,
-        "inputs": [describe(v) for v in graph.inputs if v.name not in initializer_names],
-        "outputs": [describe(v) for v in graph.outputs],
-        "initializers": len(graph.initializers),
-        "parameters": int(sum(array.size for array in graph.initializers.values())),
-        "nodes": sum(operators_count["count"] for operators_count in operators),
-        "operators": operators,
-        "shape_inference_error": inference_error,
-    }
-
-
-def _info(args: argparse.Namespace) -> int:
-    report = model_report(args.model)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(f"Model: {report['model']} (graph {report['graph']!r})")
-    print("Opsets: " + ", ".join(f"{domain} {version}" for domain, version in report["opsets"].items()))
-    for key in ("inputs", "outputs"):
-        print(f"{key.capitalize()}:")
-        for value in report[key]:
-            shape = (
-                "?"
-                if value["shape"] is None
-                else "[" + ", ".join("?" if dim is None else str(dim) for dim in value["shape"]) + "]"
-            )
-            print(f"  {value['name']:<24} {value['type']:<18} {shape}")
-    print(f"Initializers: {report['initializers']} ({report['parameters']:,} elements)")
-    if report["shape_inference_error"]:
-        print(f"Shape inference incomplete: {report['shape_inference_error']}")
-    names = sorted({name for op in report["operators"] for name in op["backends"]})
-    print(f"Operators ({report['nodes']} nodes):")
-    print(f"  {'operator':<34} {'count':>5}  " + "  ".join(f"{name:<7}" for name in names))
-    for op in report["operators"]:
-        marks = "  ".join(f"{'yes' if op['backends'][name] else 'NO':<7}" for name in names)
-        print(f"  {op['domain'] + '::' + op['op_type']:<34} {op['count']:>5}  {marks}")
     return 0
 
 
