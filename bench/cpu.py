@@ -1,0 +1,329 @@
+"""SpawnML CPU vs onnxruntime CPU on the reference models: latency, peak memory, session creation.
+
+Each runtime runs in its own worker subprocess (so peak RSS does not mix); the parent drives the
+two workers alternately, one timed run each per round. Both use the same thread count: the one
+numpy's BLAS uses, applied to BLAS with threadpoolctl and to onnxruntime as intra_op_num_threads.
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the workers.
+
+MobileNetV2: SpawnML runs its port from the torchvision .pth; onnxruntime runs an ONNX file exported
+with torch.onnx.export from the same weights in plain torch, into a temporary directory.
+
+Usage: python bench/cpu.py [--runs N] [--models NAME ...] [--threads T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+MODELS = ("minilm-b1", "minilm-b8", "ocr-det", "ocr-rec", "mobilenetv2", "silero-vad")
+RUNTIMES = ("spawnml", "onnxruntime")
+UNSET_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+VAD_CHUNKS = 50
+
+
+def model_path(model: str, onnx_dir: str) -> str:
+    """The ONNX file of ``model`` (for MobileNetV2, the exported one)."""
+    from spawnml_models.assets import asset_file
+    from spawnml_models.embeddings import MODEL_ASSET
+    from spawnml_models.reference_models import OCR_ASSET, VAD_ASSET
+
+    paths = {
+        "minilm-b1": lambda: asset_file(MODEL_ASSET, "model.onnx"),
+        "minilm-b8": lambda: asset_file(MODEL_ASSET, "model.onnx"),
+        "ocr-det": lambda: asset_file(OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"),
+        "ocr-rec": lambda: asset_file(OCR_ASSET, "ch_PP-OCRv4_rec_infer.onnx"),
+        "silero-vad": lambda: asset_file(VAD_ASSET, "silero_vad.onnx"),
+        "mobilenetv2": lambda: os.path.join(onnx_dir, "mobilenetv2.onnx"),
+    }
+    return os.fspath(paths[model]())
+
+
+def feeds(model: str) -> dict[str, np.ndarray]:
+    """Deterministic inputs of one run (for silero-vad, the audio stream under ``audio``)."""
+    from spawnml_models.reference_models import DETECTOR_MEAN, DETECTOR_STD, nchw
+    from spawnml_models.synthetic import speech, text_image, token_batch
+
+    rng = np.random.default_rng(7)
+    if model.startswith("minilm"):
+        return token_batch(rng, [128] * (8 if model.endswith("b8") else 1))
+    if model == "ocr-det":
+        page = text_image(rng, 640, 640, lines=5)[None]
+        return {"x": nchw((page - DETECTOR_MEAN) / DETECTOR_STD)}
+    if model == "ocr-rec":
+        return {"x": nchw(text_image(rng, 48, 320)[None] * 2 - 1)}
+    if model == "mobilenetv2":
+        return {"image": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
+    return {"audio": speech(rng, VAD_CHUNKS * 512)[None]}
+
+
+def run_vad(session: Any, audio: np.ndarray) -> None:
+    """Stream ``audio`` through silero-vad in 512-sample chunks with 64 samples of context."""
+    state = np.zeros((2, 1, 128), dtype=np.float32)
+    context = np.zeros((1, 64), dtype=np.float32)
+    rate = np.array(16_000, dtype=np.int64)
+    for chunk in np.split(audio, VAD_CHUNKS, axis=1):
+        feed = {"input": np.concatenate([context, chunk], axis=1), "state": state, "sr": rate}
+        _, state = session.run(None, feed)
+        context = chunk[:, -64:]
+
+
+def make_session(runtime: str, model: str, path: str, threads: int) -> Any:
+    """A CPU session of ``runtime`` for ``model``."""
+    if runtime == "onnxruntime":
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    if model == "mobilenetv2":
+        from spawnml_models.mobilenet import load_mobilenet_v2
+
+        return load_mobilenet_v2(providers=["cpu"])
+    import spawnml
+
+    return spawnml.InferenceSession(path, providers=["cpu"])
+
+
+def vm_hwm_mib() -> float:
+    """Peak resident set size of this process so far, MiB."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def worker(runtime: str, model: str, path: str, threads: int) -> None:
+    """Serve timed runs on stdin commands: ``run`` answers seconds, ``done`` answers peak MiB."""
+    import onnxruntime  # noqa: F401
+    import spawnml  # noqa: F401  imported before the baseline for both runtimes
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads)
+    inputs = feeds(model)
+    call: Callable[[Any], Any]
+    call = (
+        (lambda s: run_vad(s, inputs["audio"])) if model == "silero-vad" else (lambda s: s.run(None, inputs))
+    )
+    baseline = vm_hwm_mib()
+    start = time.perf_counter()
+    session = make_session(runtime, model, path, threads)
+    reply({"create": time.perf_counter() - start})
+    call(session)  # warm-up
+    for line in sys.stdin:
+        if line.strip() == "done":
+            break
+        start = time.perf_counter()
+        call(session)
+        reply({"run": time.perf_counter() - start})
+    reply({"peak": vm_hwm_mib() - baseline})
+
+
+def reply(message: dict[str, float]) -> None:
+    """One JSON line to the parent."""
+    print(json.dumps(message), flush=True)
+
+
+def export_mobilenet(directory: str) -> None:
+    """Export torchvision's MobileNetV2 (plain torch, ImageNet .pth weights) to ONNX in ``directory``."""
+    import torch
+    from spawnml_models.assets import asset_file
+    from spawnml_models.mobilenet import WEIGHTS_ASSET, WEIGHTS_FILE
+
+    model = torch_mobilenet_v2()
+    model.load_state_dict(torch.load(asset_file(WEIGHTS_ASSET, WEIGHTS_FILE), weights_only=True), strict=True)
+    path = os.path.join(directory, "mobilenetv2.onnx")
+    dummy = (torch.zeros(1, 3, 224, 224),)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    torch.onnx.export(model.eval(), dummy, path, dynamo=False, input_names=["image"], output_names=["logits"])
+
+
+def torch_mobilenet_v2() -> Any:
+    """torchvision.models.MobileNetV2 (width 1.0) in plain torch, with torchvision's module names."""
+    from spawnml_models.mobilenet import STAGES
+    from torch import nn
+
+    def conv_bn(
+        inputs: int, outputs: int, stride: int = 1, groups: int = 1, kernel: int = 3
+    ) -> nn.Sequential:
+        conv = nn.Conv2d(inputs, outputs, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False)
+        return nn.Sequential(conv, nn.BatchNorm2d(outputs), nn.ReLU6(inplace=True))
+
+    class Block(nn.Module):
+        def __init__(self, inputs: int, outputs: int, stride: int, expansion: int) -> None:
+            super().__init__()
+            hidden = inputs * expansion
+            self.residual = stride == 1 and inputs == outputs
+            layers = [conv_bn(inputs, hidden, kernel=1)] if expansion != 1 else []
+            layers += [
+                conv_bn(hidden, hidden, stride, groups=hidden),
+                nn.Conv2d(hidden, outputs, 1, bias=False),
+            ]
+            self.conv = nn.Sequential(*layers, nn.BatchNorm2d(outputs))
+
+        def forward(self, x: Any) -> Any:
+            return x + self.conv(x) if self.residual else self.conv(x)
+
+    class MobileNetV2(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers: list[nn.Module] = [conv_bn(3, 32, stride=2)]
+            channels = 32
+            for expansion, outputs, blocks, stride in STAGES:
+                for index in range(blocks):
+                    layers.append(Block(channels, outputs, stride if index == 0 else 1, expansion))
+                    channels = outputs
+            self.features = nn.Sequential(*layers, conv_bn(channels, 1280, kernel=1))
+            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, 1000))
+
+        def forward(self, x: Any) -> Any:
+            pooled = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+            return self.classifier(pooled.flatten(1))
+
+    return MobileNetV2()
+
+
+def worker_env() -> dict[str, str]:
+    """This environment without the OpenBLAS overrides."""
+    return {key: value for key, value in os.environ.items() if key not in UNSET_ENV}
+
+
+def start_worker(runtime: str, model: str, path: str, threads: int) -> subprocess.Popen[str]:
+    """A worker subprocess for one runtime and model."""
+    command = [sys.executable, __file__, "--worker", runtime, model, path, str(threads)]
+    return subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=worker_env(), bufsize=1
+    )
+
+
+def ask(process: subprocess.Popen[str], command: str | None = None) -> dict[str, float]:
+    """Send ``command`` (if any) to a worker and read its JSON answer."""
+    if command is not None:
+        process.stdin.write(command + "\n")
+        process.stdin.flush()
+    line = process.stdout.readline()
+    if not line:
+        raise RuntimeError(f"worker exited with {process.wait()}")
+    return json.loads(line)
+
+
+def bench_model(model: str, path: str, threads: int, runs: int) -> dict[str, dict[str, float]]:
+    """Median latency, peak memory and session creation per runtime, runs interleaved."""
+    workers = {runtime: start_worker(runtime, model, path, threads) for runtime in RUNTIMES}
+    results = {
+        runtime: {"create": ask(process)["create"], "times": []} for runtime, process in workers.items()
+    }
+    for _ in range(runs):
+        for runtime, process in workers.items():
+            results[runtime]["times"].append(ask(process, "run")["run"])
+    for runtime, process in workers.items():
+        results[runtime]["peak"] = ask(process, "done")["peak"]
+        process.wait()
+    for result in results.values():
+        result["median"] = statistics.median(result.pop("times"))
+    return results
+
+
+def blas_threads() -> tuple[int, str]:
+    """BLAS thread count and a description of the BLAS, as the workers see it."""
+    code = "import json, numpy, threadpoolctl; print(json.dumps(threadpoolctl.threadpool_info()))"
+    out = subprocess.run([sys.executable, "-c", code], env=worker_env(), capture_output=True, text=True)
+    info = [entry for entry in json.loads(out.stdout) if entry["user_api"] == "blas"]
+    if not info:
+        return os.cpu_count() or 1, "no BLAS found by threadpoolctl"
+    blas = info[0]
+    kernel = blas.get("architecture") or "?"
+    text = f"{blas['internal_api']} {blas['version']} ({blas['prefix']}), kernel {kernel}"
+    return blas["num_threads"], text
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo."""
+    with open("/proc/cpuinfo") as info:
+        return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "?")
+
+
+def header(threads: int, blas: str) -> list[str]:
+    """Date, machine, versions and thread settings."""
+    import onnxruntime
+    import spawnml
+    import torch
+
+    names = ", ".join(f"{name}={os.environ[name]}" for name in UNSET_ENV if name in os.environ)
+    return [
+        f"date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+        f"machine: {cpu_model()}, {os.cpu_count()} logical cores, {platform.platform()}",
+        f"versions: python {platform.python_version()}, spawnml {getattr(spawnml, '__version__', '?')}, "
+        f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, torch {torch.__version__}",
+        f"BLAS: {blas}",
+        f"threads: {threads} for both (BLAS via threadpoolctl, onnxruntime intra_op_num_threads)",
+        f"unset for the workers: {names or 'none were set'}",
+    ]
+
+
+def table(rows: dict[str, dict[str, dict[str, float]]], runs: int) -> list[str]:
+    """The results as a Markdown table."""
+    lines = [
+        f"latency: median of {runs} interleaved runs after a warm-up; peak: VmHWM growth from session start",
+        "",
+        "| model | SpawnML ms | onnxruntime ms | SpawnML/ort | SpawnML peak MiB | ort peak MiB "
+        "| SpawnML create s | ort create s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for model, result in rows.items():
+        s, o = result["spawnml"], result["onnxruntime"]
+        lines.append(
+            f"| {LABELS[model]} | {s['median'] * 1e3:.1f} | {o['median'] * 1e3:.1f} "
+            f"| {s['median'] / o['median']:.2f} | {s['peak']:.0f} | {o['peak']:.0f} "
+            f"| {s['create']:.2f} | {o['create']:.2f} |"
+        )
+    return lines
+
+
+LABELS = {
+    "minilm-b1": "MiniLM-L6 int8, batch 1 x 128",
+    "minilm-b8": "MiniLM-L6 int8, batch 8 x 128",
+    "ocr-det": "PP-OCRv4 det, 1x3x640x640",
+    "ocr-rec": "PP-OCRv4 rec, 1x3x48x320",
+    "mobilenetv2": "MobileNetV2, 1x3x224x224 (SpawnML: .pth port; ort: torch export)",
+    "silero-vad": f"silero-vad, stream of {VAD_CHUNKS} chunks",
+}
+
+
+def main() -> None:
+    """Parse arguments, run the benchmark and print the header and table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--threads", type=int, default=None, help="default: the BLAS thread count")
+    args = parser.parse_args()
+    threads, blas = blas_threads()
+    threads = args.threads or threads
+    print("\n".join(header(threads, blas)), flush=True)
+    rows = {}
+    with tempfile.TemporaryDirectory() as directory:
+        if "mobilenetv2" in args.models:
+            export_mobilenet(directory)
+        for model in args.models:
+            rows[model] = bench_model(model, model_path(model, directory), threads, args.runs)
+            print(f"done: {model}", file=sys.stderr, flush=True)
+    print("\n".join(table(rows, args.runs)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        main()
