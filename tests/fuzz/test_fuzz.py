@@ -15,14 +15,6 @@ from .seeds import SEEDS
 
 #: Examples per target in CI: a few seconds each.
 EXAMPLES = int(os.environ.get("SPAWNML_FUZZ_EXAMPLES", "150"))
-#: Bugs found by fuzzing outside the loaders, open until their owners fix them.
-KNOWN_BUGS = {
-    "onnx": pytest.mark.xfail(
-        raises=IndexError,
-        strict=False,
-        reason="spawnml/passes/matmul_add.py reads add.inputs[1] of an Add with one input",
-    ),
-}
 
 
 @pytest.mark.parametrize("target", SEEDS)
@@ -35,7 +27,7 @@ def test_feed_session_runs() -> None:
     np.testing.assert_array_equal(valid_feed_runs(), np.full((2, 3), 2, np.float32))
 
 
-@pytest.mark.parametrize("target", [pytest.param(t, marks=KNOWN_BUGS.get(t, ())) for t in CASES])
+@pytest.mark.parametrize("target", CASES)
 def test_fuzz(target: str) -> None:
     run = settings(
         max_examples=EXAMPLES,

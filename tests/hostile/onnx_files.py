@@ -60,6 +60,14 @@ def produced_twice() -> onnx.ModelProto:
     return model(nodes, [vector("x")], [vector("y")])
 
 
+def add_one_input() -> onnx.ModelProto:
+    """A MatMul by a constant whose Add has one input: the MatMul+Add fusion would read a second."""
+    weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m"], ["y"])]
+    x = helper.make_tensor_value_info("x", FLOAT, [2, 4])
+    return model(nodes, [x], [helper.make_tensor_value_info("y", FLOAT, [2, 4])], [weight])
+
+
 def unproduced_output() -> onnx.ModelProto:
     return model([helper.make_node("Relu", ["x"], ["y"])], [vector("x")], [vector("never")])
 
@@ -148,11 +156,24 @@ def folder_as_data(folder: Path) -> Path:
     return saved(external("weights"))(folder)
 
 
+def not_utf8(proto: onnx.ModelProto, marker: str) -> Build:
+    """A builder of ``proto`` with every ``marker`` string made invalid UTF-8 (onnx cannot write that)."""
+    data = proto.SerializeToString()
+    assert marker.encode() in data
+    return raw_bytes(data.replace(marker.encode(), b"\xff" + marker.encode()[1:]))
+
+
+def external_not_utf8(folder: Path) -> Path:
+    (folder / "weights.bin").write_bytes(bytes(16))
+    return not_utf8(external("weights.bin"), "weights.bin")(folder)
+
+
 HOSTILE = [
     Hostile("onnx-cycle", saved(cyclic()), InvalidGraphError),
     Hostile("onnx-dangling-name", saved(dangling()), InvalidGraphError),
     Hostile("onnx-produced-twice", saved(produced_twice()), InvalidGraphError),
     Hostile("onnx-unproduced-output", saved(unproduced_output()), InvalidGraphError),
+    Hostile("onnx-add-one-input", saved(add_one_input()), InvalidGraphError),
     Hostile("onnx-absurd-dims", saved(declared_initializer([1 << 40, 1 << 40])), ModelLimitError),
     Hostile("onnx-overflowing-dims", saved(declared_initializer([1 << 62, 1 << 62, 16])), ModelLimitError),
     Hostile("onnx-negative-dim", saved(declared_initializer([-4, 4])), ModelLimitError),
@@ -171,4 +192,20 @@ HOSTILE = [
     Hostile("onnx-external-huge-offset", lying_range(1 << 62, 16), ModelLoadError),
     Hostile("onnx-external-wrong-length", lying_range(0, 1 << 40), ModelLoadError),
     Hostile("onnx-external-folder", folder_as_data, ModelLoadError),
+    Hostile(
+        "onnx-node-domain-not-utf8",
+        not_utf8(
+            model([helper.make_node("Relu", ["x"], ["y"], domain="vendor")], [vector("x")], [vector("y")]),
+            "vendor",
+        ),
+        ModelLoadError,
+    ),
+    Hostile(
+        "onnx-value-name-not-utf8",
+        not_utf8(
+            model([helper.make_node("Relu", ["xname"], ["y"])], [vector("xname")], [vector("y")]), "xname"
+        ),
+        ModelLoadError,
+    ),
+    Hostile("onnx-external-location-not-utf8", external_not_utf8, ModelLoadError),
 ]

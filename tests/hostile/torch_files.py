@@ -10,6 +10,7 @@ import io
 import struct
 import zipfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 from spawnml import ModelLimitError, ModelLoadError
@@ -132,6 +133,20 @@ def bomb_deflated(size: int) -> bytes:
     return buffer.getvalue()
 
 
+@cache
+def bomb_streamed(size: int) -> bytes:
+    """An archive whose data.pkl deflates ``size`` zero bytes at the best ratio (about 1,000:1)."""
+    buffer = io.BytesIO()
+    chunk = bytes(1 << 20)
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zipped,
+        zipped.open("archive/data.pkl", "w", force_zip64=True) as member,
+    ):
+        for _ in range(size // len(chunk)):
+            member.write(chunk)
+    return buffer.getvalue()
+
+
 def central_directory_moved(by: int) -> bytes:
     """A valid archive whose end record places the central directory ``by`` bytes too late."""
     data = bytearray(archive(state_dict(tensor())))
@@ -196,6 +211,11 @@ HOSTILE = [
     Hostile("torch-zip-bomb-declared-20gib", raw("model.pt", bomb_declared()), ModelLimitError),
     Hostile(
         "torch-zip-bomb-deflated-64mib", lambda f: raw("model.pt", bomb_deflated(64 << 20))(f), ModelLoadError
+    ),
+    Hostile(
+        "torch-zip-bomb-1mib-deflating-to-1gib",
+        lambda f: raw("model.pt", bomb_streamed(1 << 30))(f),
+        ModelLoadError,
     ),
     Hostile("torch-zip-directory-offset-lies", raw("model.pt", central_directory_moved(1)), ModelLoadError),
     Hostile("torch-zip-not-a-zip", raw("model.pt", b"PK\x03\x04" + b"\x00" * 60), ModelLoadError),

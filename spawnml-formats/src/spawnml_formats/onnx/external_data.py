@@ -16,10 +16,15 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from onnx import TensorProto
 from spawnml import ModelLoadError, UnsafeExternalDataError
 
+from .values import text
+
 
 def read_external_data(tensor: TensorProto, folder: Path | None, nbytes: int, where: str) -> bytes:
     """The ``nbytes`` bytes of ``tensor``'s external data, read from inside ``folder``."""
-    entries = {entry.key: entry.value for entry in tensor.external_data}
+    entries = {
+        text(entry.key, f"external data key of {where}"): text(entry.value, f"external data of {where}")
+        for entry in tensor.external_data
+    }
     location = entries.get("location", "")
     if not location:
         raise ModelLoadError(f"{where} has external data without a location")

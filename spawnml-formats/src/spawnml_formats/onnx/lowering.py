@@ -8,6 +8,8 @@ Decisions the IR leaves to the loader:
   so there such inputs are dropped and the initializer is a plain constant.
 - Sparse initializers become dense initializers under the name of their values.
 - Node and opset domain ``ai.onnx`` is written ``""``.
+- Every string field used as a name, domain or metadata must be UTF-8 text; protobuf hands
+  over one that is not as ``bytes``, which is refused with a ``ModelLoadError`` naming it.
 - Subgraphs (If, Loop, Scan bodies) share the model's opset imports.
 - ``graph.metadata`` holds the model's ``metadata_props`` and, under their field names,
   ``producer_name``, ``producer_version``, ``domain``, ``model_version``, ``doc_string``
@@ -25,7 +27,7 @@ from spawnml.ir import DEFAULT_DOMAIN, Graph, Node
 
 from .attributes import attribute_value
 from .tensors import TensorReader
-from .values import value_from_info
+from .values import text, value_from_info
 
 #: The first IR version in which initializers need not be graph inputs.
 OVERRIDABLE_INITIALIZERS_IR_VERSION = 4
@@ -40,13 +42,16 @@ def lower_model(model: ModelProto, limits: Limits, folder: Path | None) -> Graph
 
 def model_metadata(model: ModelProto, limits: Limits) -> dict[str, str]:
     """The model's metadata entries and descriptive fields, as strings."""
-    metadata = {entry.key: entry.value for entry in model.metadata_props}
+    metadata = {
+        text(entry.key, "model metadata key"): text(entry.value, f"model metadata {entry.key!r}")
+        for entry in model.metadata_props
+    }
     fields = {
-        "producer_name": model.producer_name,
-        "producer_version": model.producer_version,
-        "domain": model.domain,
+        "producer_name": text(model.producer_name, "model producer_name"),
+        "producer_version": text(model.producer_version, "model producer_version"),
+        "domain": text(model.domain, "model domain"),
         "model_version": str(model.model_version) if model.HasField("model_version") else "",
-        "doc_string": model.doc_string,
+        "doc_string": text(model.doc_string, "model doc_string"),
         "ir_version": str(model.ir_version),
     }
     metadata.update({key: value for key, value in fields.items() if value})
@@ -70,53 +75,66 @@ class _Lowering:
     def __init__(self, model: ModelProto, limits: Limits, folder: Path | None) -> None:
         self.limits = limits
         self.tensors = TensorReader(limits, folder)
-        self.opset_imports = {_domain(opset.domain): opset.version for opset in model.opset_import}
+        self.opset_imports = {
+            _domain(text(opset.domain, "opset import domain")): opset.version for opset in model.opset_import
+        }
         self.keep_initializer_inputs = model.ir_version >= OVERRIDABLE_INITIALIZERS_IR_VERSION
         self.node_count = 0
 
     def graph(self, proto: GraphProto, depth: int, fallback_name: str) -> Graph:
-        name = proto.name or fallback_name
+        name = text(proto.name, f"name of {fallback_name!r}") or fallback_name
         self.limits.check("subgraph depth", depth, self.limits.max_subgraph_depth, f"graph {name!r}")
         self.node_count += len(proto.node)
         self.limits.check("node count", self.node_count, self.limits.max_nodes)
         initializers: dict[str, np.ndarray] = {}
-        for tensor in proto.initializer:
-            where = f"initializer {tensor.name!r} of graph {name!r}"
-            _unique(tensor.name, initializers, where)
-            initializers[tensor.name] = self.tensors.dense(tensor, where)
-        for sparse in proto.sparse_initializer:
-            where = f"sparse initializer {sparse.values.name!r} of graph {name!r}"
-            _unique(sparse.values.name, initializers, where)
-            initializers[sparse.values.name] = self.tensors.sparse(sparse, where)
+        for i, tensor in enumerate(proto.initializer):
+            key = text(tensor.name, f"name of initializer {i} of graph {name!r}")
+            where = f"initializer {key!r} of graph {name!r}"
+            _unique(key, initializers, where)
+            initializers[key] = self.tensors.dense(tensor, where)
+        for i, sparse in enumerate(proto.sparse_initializer):
+            key = text(sparse.values.name, f"name of sparse initializer {i} of graph {name!r}")
+            where = f"sparse initializer {key!r} of graph {name!r}"
+            _unique(key, initializers, where)
+            initializers[key] = self.tensors.sparse(sparse, where)
         inputs = [
-            value_from_info(info, self.limits)
-            for info in proto.input
+            value_from_info(info, self.limits, f"input {i} of graph {name!r}")
+            for i, info in enumerate(proto.input)
             if self.keep_initializer_inputs or info.name not in initializers
         ]
+        value_info = [
+            value_from_info(info, self.limits, f"value_info {i} of graph {name!r}")
+            for i, info in enumerate(proto.value_info)
+        ]
+        nodes = [self._node(node, depth, f"node {i} of graph {name!r}") for i, node in enumerate(proto.node)]
         return Graph(
-            nodes=[self._node(node, depth) for node in proto.node],
+            nodes=nodes,
             inputs=inputs,
-            outputs=[value_from_info(info, self.limits) for info in proto.output],
+            outputs=[
+                value_from_info(info, self.limits, f"output {i} of graph {name!r}")
+                for i, info in enumerate(proto.output)
+            ],
             initializers=initializers,
-            value_info={info.name: value_from_info(info, self.limits) for info in proto.value_info},
+            value_info={value.name: value for value in value_info},
             opset_imports=dict(self.opset_imports),
             name=name,
         )
 
-    def _node(self, proto: NodeProto, depth: int) -> Node:
+    def _node(self, proto: NodeProto, depth: int, where: str) -> Node:
         node = Node(
-            proto.op_type,
-            list(proto.input),
-            list(proto.output),
-            name=proto.name,
-            domain=_domain(proto.domain),
+            text(proto.op_type, f"op_type of {where}"),
+            [text(value, f"input {i} of {where}") for i, value in enumerate(proto.input)],
+            [text(value, f"output {i} of {where}") for i, value in enumerate(proto.output)],
+            name=text(proto.name, f"name of {where}"),
+            domain=_domain(text(proto.domain, f"domain of {where}")),
         )
 
         def lower_body(body: GraphProto, attr_name: str) -> Graph:
             return self.graph(body, depth + 1, fallback_name=f"{node.label()}.{attr_name}")
 
-        for attr in proto.attribute:
-            where = f"attribute {attr.name!r} of node {node.label()!r}"
-            _unique(attr.name, node.attrs, where)
-            node.attrs[attr.name] = attribute_value(attr, self.tensors, lower_body, where)
+        for i, attr in enumerate(proto.attribute):
+            attr_name = text(attr.name, f"name of attribute {i} of node {node.label()!r}")
+            where = f"attribute {attr_name!r} of node {node.label()!r}"
+            _unique(attr_name, node.attrs, where)
+            node.attrs[attr_name] = attribute_value(attr, self.tensors, lower_body, where)
         return node

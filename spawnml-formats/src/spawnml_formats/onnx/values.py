@@ -23,9 +23,16 @@ def element_type(code: int, where: str) -> np.dtype | None:
         raise ModelLoadError(f"{where} has element type {code}, which SpawnML does not support") from None
 
 
-def value_from_info(info: ValueInfoProto, limits: Limits) -> Value:
-    """The IR value a ``ValueInfoProto`` declares."""
-    return type_value(info.name, info.type, limits)
+def text(value: str | bytes, where: str) -> str:
+    """A string field as text; protobuf hands over one that is not valid UTF-8 as ``bytes``."""
+    if isinstance(value, bytes):
+        raise ModelLoadError(f"{where} is not valid UTF-8 text: {value[:64]!r}")
+    return value
+
+
+def value_from_info(info: ValueInfoProto, limits: Limits, where: str) -> Value:
+    """The IR value a ``ValueInfoProto`` declares; ``where`` names it in messages."""
+    return type_value(text(info.name, f"name of {where}"), info.type, limits)
 
 
 def type_value(name: str, proto: TypeProto, limits: Limits) -> Value:
@@ -39,7 +46,7 @@ def type_value(name: str, proto: TypeProto, limits: Limits) -> Value:
         return Value(name)
     tensor = proto.tensor_type
     where = f"value {name!r}"
-    shape = _shape(tensor.shape) if tensor.HasField("shape") else None
+    shape = _shape(tensor.shape, where) if tensor.HasField("shape") else None
     if shape is not None:
         limits.check("rank", len(shape), limits.max_rank, where)
     return Value(name, element_type(tensor.elem_type, where), shape)
@@ -50,11 +57,11 @@ def _element(proto: TypeProto, limits: Limits) -> Value | None:
     return type_value("", proto, limits) if proto.WhichOneof("value") else None
 
 
-def _shape(proto: TensorShapeProto) -> Shape:
-    return tuple(_dim(dim) for dim in proto.dim)
+def _shape(proto: TensorShapeProto, where: str) -> Shape:
+    return tuple(_dim(dim, f"dim_param {axis} of {where}") for axis, dim in enumerate(proto.dim))
 
 
-def _dim(proto: TensorShapeProto.Dimension) -> Dim:
+def _dim(proto: TensorShapeProto.Dimension, where: str) -> Dim:
     """``dim_value`` as int, ``dim_param`` as its name; unknown (None) when neither is given.
 
     Negative sizes, which some old exporters wrote for dynamic dimensions, are unknown too,
@@ -65,5 +72,6 @@ def _dim(proto: TensorShapeProto.Dimension) -> Dim:
     if kind == "dim_value":
         return proto.dim_value if proto.dim_value >= 0 else None
     if kind == "dim_param":
-        return proto.dim_param if proto.dim_param not in ("", "?") else None
+        param = text(proto.dim_param, where)
+        return param if param not in ("", "?") else None
     return None
