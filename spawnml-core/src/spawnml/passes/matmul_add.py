@@ -13,7 +13,7 @@ def fuse_matmul_add(graph: Graph, ctx: PassContext) -> int:
     made, readers = producers(graph), consumers(graph)
     fused = 0
     for add in list(graph.nodes):
-        if add.domain or add.op_type != "Add":
+        if add.domain or add.op_type != "Add" or len(add.inputs) != 2:
             continue
         for index in (0, 1):
             matmul = made.get(add.inputs[index])
