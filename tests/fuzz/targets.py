@@ -1,7 +1,8 @@
 """What a fuzzed input may do: succeed, or raise a :class:`spawnml.SpawnMLError`; nothing else.
 
 Each check runs under a wall-clock guard, so a hang surfaces as :class:`Hang` rather than a
-stuck run. Any other exception propagates for hypothesis to shrink and report.
+stuck run. Any other exception propagates for hypothesis to shrink and report, carrying the input that
+raised it as ``fuzz_input`` (bytes).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def check_load(target: str, data: bytes, seconds: float = 10.0) -> None:
                 spawnml.InferenceSession(graph)
         except SpawnMLError:
             pass
+        except Exception as error:
+            error.fuzz_input = data
+            raise
 
 
 def check_feed(session: spawnml.InferenceSession, feeds: dict[str, Any], seconds: float = 10.0) -> None:
@@ -60,4 +64,7 @@ def check_feed(session: spawnml.InferenceSession, feeds: dict[str, Any], seconds
             outputs = session.run(None, feeds)
         except SpawnMLError:
             return
+        except Exception as error:
+            error.fuzz_input = repr(feeds).encode()
+            raise
     assert all(isinstance(output, np.ndarray) for output in outputs)

@@ -72,6 +72,12 @@ def state_dict(value: bytes) -> bytes:
     return PROTO + EMPTY_DICT + MARK + text("w") + value + SETITEMS + STOP
 
 
+def memo_forged(index: int) -> bytes:
+    """A state dict whose pickle stores its dict at memo ``index`` (``LONG_BINPUT``) as its first put."""
+    put = b"r" + struct.pack("<I", index)
+    return PROTO + EMPTY_DICT + put + MARK + text("w") + tensor() + SETITEMS + STOP
+
+
 def archive(pickle: bytes, data: bytes = bytes(16)) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zipped:
@@ -206,6 +212,10 @@ HOSTILE = [
         "torch-legacy-view-past-storage",
         checkpoint(legacy, fixed(state_dict(tensor(size=5)))),
         ModelLoadError,
+    ),
+    *(
+        Hostile(f"torch-{kind}-memo-index-2^31", checkpoint(wrap, fixed(memo_forged(2**31))), ModelLoadError)
+        for kind, wrap in (("zip", archive), ("legacy", legacy))
     ),
     Hostile("torch-legacy-truncated", raw("model.pt", legacy(state_dict(tensor()), b"")), ModelLoadError),
     Hostile("torch-zip-bomb-declared-20gib", raw("model.pt", bomb_declared()), ModelLimitError),

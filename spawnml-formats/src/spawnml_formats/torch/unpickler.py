@@ -4,12 +4,18 @@
 is ever imported, and any other global (``os.system``, ``builtins.eval``...) is refused
 with :class:`UnsafePickleError` before it could be called. Persistent ids must name
 storages, which become :class:`~.storages.Storage` records.
+
+Each pickle is read through once with :mod:`pickletools` before it is loaded: every opcode's
+argument must lie within the file, and a memo index may not run ahead of the objects memoised
+so far. CPython's unpickler grows its memo to twice the largest index it is given, zeroing it
+as it goes, so a single forged ``LONG_BINPUT`` of 2^31 would otherwise cost 32 GiB.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 from collections import OrderedDict
 from typing import Any
 
@@ -69,9 +75,30 @@ class CheckpointUnpickler(pickle.Unpickler):
         return storage
 
 
+#: Opcodes that store the top of the stack in the memo at the index they give.
+MEMO_PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+
+
+def check_opcodes(stream: io.BytesIO, where: str) -> None:
+    """Walk the next pickle in ``stream`` without building anything, refusing forged memo indices."""
+    start, memoised = stream.tell(), 0
+    for opcode, argument, _ in pickletools.genops(stream):
+        if opcode.name in MEMO_PUTS:
+            if argument > memoised:
+                raise ModelLoadError(
+                    f"{where} has a pickle storing memo entry {argument:,} after only {memoised:,} "
+                    "objects were memoised"
+                )
+            memoised += argument == memoised
+        elif opcode.name == "MEMOIZE":
+            memoised += 1
+    stream.seek(start)
+
+
 def unpickle(stream: io.BytesIO, storages: dict[str, Storage], limits: Limits, where: str) -> Any:
     """The next object pickled in ``stream``; storages it names are added to ``storages``."""
     try:
+        check_opcodes(stream, where)
         return CheckpointUnpickler(stream, storages, limits, where).load()
     except ModelLoadError:
         raise
