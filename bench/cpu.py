@@ -25,6 +25,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -151,46 +152,9 @@ def export_mobilenet(directory: str) -> None:
 
 
 def torch_mobilenet_v2() -> Any:
-    """torchvision.models.MobileNetV2 (width 1.0) in plain torch, with torchvision's module names."""
-    from spawnml_models.mobilenet import STAGES
-    from torch import nn
-
-    def conv_bn(
-        inputs: int, outputs: int, stride: int = 1, groups: int = 1, kernel: int = 3
-    ) -> nn.Sequential:
-        conv = nn.Conv2d(inputs, outputs, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False)
-        return nn.Sequential(conv, nn.BatchNorm2d(outputs), nn.ReLU6(inplace=True))
-
-    class Block(nn.Module):
-        def __init__(self, inputs: int, outputs: int, stride: int, expansion: int) -> None:
-            super().__init__()
-            hidden = inputs * expansion
-            self.residual = stride == 1 and inputs == outputs
-            layers = [conv_bn(inputs, hidden, kernel=1)] if expansion != 1 else []
-            layers += [
-                conv_bn(hidden, hidden, stride, groups=hidden),
-                nn.Conv2d(hidden, outputs, 1, bias=False),
-            ]
-            self.conv = nn.Sequential(*layers, nn.BatchNorm2d(outputs))
-
-        def forward(self, x: Any) -> Any:
-            return x + self.conv(x) if self.residual else self.conv(x)
-
-    class MobileNetV2(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            layers: list[nn.Module] = [conv_bn(3, 32, stride=2)]
-            channels = 32
-            for expansion, outputs, blocks, stride in STAGES:
-                for index in range(blocks):
-                    layers.append(Block(channels, outputs, stride if index == 0 else 1, expansion))
-                    channels = outputs
-            self.features = nn.Sequential(*layers, conv_bn(channels, 1280, kernel=1))
-            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, 1000))
-
-        def forward(self, x: Any) -> Any:
-            pooled = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
-            return self.classifier(pooled.flatten(1))
+    """torchvision's MobileNetV2 in plain torch: the reference the tests check the port against."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.torch_mobilenet import MobileNetV2
 
     return MobileNetV2()
 

@@ -18,58 +18,15 @@ import torch
 from spawnml_models.assets import asset_file
 from spawnml_models.classification import ImageClassificationPipeline, preprocess, softmax
 from spawnml_models.imagenet_labels import LABELS_ASSET, LABELS_FILE
-from spawnml_models.mobilenet import INPUT, STAGES, WEIGHTS_ASSET, WEIGHTS_FILE, mobilenet_v2_graph
+from spawnml_models.mobilenet import INPUT, WEIGHTS_ASSET, WEIGHTS_FILE, mobilenet_v2_graph
 from torch import nn
 
 from tests.model_files import require
+from tests.torch_mobilenet import MobileNetV2
 
 LOGITS_ATOL, PROBABILITY_ATOL = 2e-4, 1e-5
 #: scikit-image photos and the ImageNet class each must rank first.
 PHOTOS = {"chelsea": "Egyptian cat", "coffee": "espresso", "astronaut": None, "rocket": None}
-
-
-def conv_bn(inputs: int, outputs: int, stride: int = 1, groups: int = 1, kernel: int = 3) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(inputs, outputs, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
-        nn.BatchNorm2d(outputs),
-        nn.ReLU6(inplace=True),
-    )
-
-
-class InvertedResidual(nn.Module):
-    def __init__(self, inputs: int, outputs: int, stride: int, expansion: int) -> None:
-        super().__init__()
-        hidden = inputs * expansion
-        self.residual = stride == 1 and inputs == outputs
-        layers = [conv_bn(inputs, hidden, kernel=1)] if expansion != 1 else []
-        layers += [
-            conv_bn(hidden, hidden, stride, groups=hidden),
-            nn.Conv2d(hidden, outputs, 1, bias=False),
-            nn.BatchNorm2d(outputs),
-        ]
-        self.conv = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.conv(x) if self.residual else self.conv(x)
-
-
-class MobileNetV2(nn.Module):
-    """torchvision.models.MobileNetV2 (width 1.0), module for module."""
-
-    def __init__(self, classes: int = 1000) -> None:
-        super().__init__()
-        features: list[nn.Module] = [conv_bn(3, 32, stride=2)]
-        channels = 32
-        for expansion, outputs, blocks, stride in STAGES:
-            for index in range(blocks):
-                features.append(InvertedResidual(channels, outputs, stride if index == 0 else 1, expansion))
-                channels = outputs
-        features.append(conv_bn(channels, 1280, kernel=1))
-        self.features = nn.Sequential(*features)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
 def torch_logits(model: MobileNetV2, batch: np.ndarray) -> np.ndarray:
