@@ -170,6 +170,10 @@ class Backend(ABC):
     def dtype_of(self, buffer: Any) -> np.dtype:
         """The element type of a buffer."""
 
+    def assign(self, target: Any, source: Any) -> None:
+        """Overwrite ``target``'s data with ``source``'s (same shape and dtype): in-place tensor updates."""
+        raise PluginError(f"the {self.name} backend does not update tensors in place")
+
     def from_dlpack(self, obj: Any) -> Any:
         """Wrap a DLPack-capable object as a buffer; the default goes through the host."""
         return self.from_numpy(np.from_dlpack(obj))

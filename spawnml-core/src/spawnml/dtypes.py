@@ -73,3 +73,16 @@ def name(dtype: np.dtype | None) -> str:
 def type_string(dtype: np.dtype | None) -> str:
     """ONNX Runtime's type string for a tensor of this dtype, e.g. ``tensor(float)``."""
     return f"tensor({name(dtype)})"
+
+
+# torch's names for element types (``spawnml.float32``, ``spawnml.int64``, ...).
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+bool = np.dtype(np.bool_)

@@ -106,3 +106,8 @@ class ExecutionError(SpawnMLError):
 
 class PluginError(SpawnMLError):
     """A plugin failed to load or registered something invalid."""
+
+
+class AutogradError(SpawnMLError, RuntimeError):
+    """Autograd was used where PyTorch raises ``RuntimeError`` (a freed graph, an in-place
+    update of a leaf that requires grad, a gradient of the wrong shape); catchable as either."""

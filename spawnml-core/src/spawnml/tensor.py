@@ -6,6 +6,7 @@ Sequences and optionals, the other kinds of ONNX value, live on a backend as a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from . import dtypes
 from .backend import Backend
-from .errors import BackendUnavailableError
+from .errors import AutogradError, BackendUnavailableError, InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -41,24 +42,46 @@ EMPTY_OPTIONAL: Final = EmptyOptional()
 
 
 class Tensor:
-    """A tensor living on a backend's device. Data moves to the host only on request."""
+    """A tensor living on a backend's device. Data moves to the host only on request.
 
-    __slots__ = ("_backend", "_buffer")
+    The same type records operations for autograd when it requires grad (``spawnml.autograd``);
+    its math methods and operators follow torch's and are defined there.
+    """
 
-    def __init__(self, buffer: Any, backend: Backend) -> None:
+    __slots__ = (
+        "__weakref__",
+        "_backend",
+        "_buffer",
+        "_grad_accumulator",
+        "_output_nr",
+        "_requires_grad",
+        "_version",
+        "grad",
+        "grad_fn",
+    )
+
+    def __init__(self, buffer: Any, backend: Backend, requires_grad: bool = False) -> None:
         self._buffer = buffer
         self._backend = backend
+        self._requires_grad = False
+        self._output_nr = 0
+        self._version = 0
+        self._grad_accumulator: Any = None
+        self.grad: Tensor | None = None
+        self.grad_fn: Any = None
+        if requires_grad:
+            self.requires_grad = True
 
     @classmethod
     def from_numpy(cls, array: Any, device: str = "cpu") -> Tensor:
         """Copy a host array (anything ``numpy.asarray`` takes) onto ``device``."""
-        backend = _backend(device)
+        backend = backend_named(device)
         return cls(backend.from_numpy(np.asarray(array)), backend)
 
     @classmethod
     def from_dlpack(cls, obj: Any, device: str = "cpu") -> Tensor:
         """Take a DLPack-capable array (numpy, torch, cupy, ...) without a copy where possible."""
-        backend = _backend(device)
+        backend = backend_named(device)
         return cls(backend.from_dlpack(obj), backend)
 
     @property
@@ -77,6 +100,15 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        return self.shape if dim is None else self.shape[dim]
+
     @property
     def buffer(self) -> Any:
         """The backend's own buffer object."""
@@ -88,10 +120,140 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """Read the data back to the host as a numpy array."""
+        if self._requires_grad:
+            raise AutogradError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
         return self._backend.to_numpy(self._buffer)
 
+    def item(self) -> Any:
+        """The one element as a Python number."""
+        if self.numel() != 1:
+            raise InvalidArgumentError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._backend.to_numpy(self._buffer).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._backend.to_numpy(self._buffer).tolist()
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """This tensor on another device and/or of another element type (itself when nothing changes);
+        gradients flow back through the copy, as in torch."""
+        from .autograd.functions.movement import to
+
+        return to(self, *args, **kwargs)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    # Autograd state.
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None:
+            raise AutogradError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if value and self.dtype.kind not in "fc":
+            raise AutogradError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def detach(self) -> Tensor:
+        """The same data, cut from the graph: no ``grad_fn``, not requiring grad."""
+        return Tensor(self._buffer, self._backend)
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._buffer, self._backend = value._buffer, value._backend
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` on backward."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        self.grad_fn.retained.setdefault(self._output_nr, []).append(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        keepers = getattr(self.grad_fn, "retained", {}).get(self._output_nr, [])
+        return any(t is self for t in keepers)
+
+    def backward(
+        self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
+        """Accumulate this tensor's gradient into the leaves' ``.grad`` (``spawnml.autograd.backward``)."""
+        from .autograd.engine import backward
+
+        backward(self, gradient, retain_graph, create_graph)
+
+    def _attach(self, grad_fn: Any, output_nr: int) -> None:
+        """Make this tensor output ``output_nr`` of ``grad_fn`` (a recorded operation)."""
+        self.grad_fn, self._output_nr, self._requires_grad = grad_fn, output_nr, True
+
+    def _accumulator(self) -> Any:
+        """The graph node that adds gradients into this leaf's ``.grad``."""
+        if self._grad_accumulator is None:
+            from .autograd.function import AccumulateGrad
+
+            self._grad_accumulator = AccumulateGrad(self)
+        return self._grad_accumulator
+
+    def _snapshot(self) -> Tensor:
+        """A new tensor object at this one's place in the graph, holding its current buffer."""
+        twin = Tensor(self._buffer, self._backend)
+        twin.grad_fn, twin._output_nr, twin._requires_grad = (
+            self.grad_fn,
+            self._output_nr,
+            self._requires_grad,
+        )
+        twin._grad_accumulator = self._accumulator() if self.is_leaf and self._requires_grad else None
+        return twin
+
+    def _replace(self, value: Tensor, rebind: bool) -> Tensor:
+        """An in-place update with ``value``: refuse leaves that require grad while recording, bump
+        the version, and either write into the buffer (seen by every alias) or, while recording,
+        take ``value``'s buffer so the old data stays intact for the backward pass."""
+        from .autograd.mode import is_grad_enabled
+
+        if self.is_leaf and self._requires_grad and is_grad_enabled():
+            raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if tuple(value.shape) != tuple(self.shape):
+            raise InvalidArgumentError(
+                f"in-place result of shape {list(value.shape)} doesn't match the tensor's {list(self.shape)}"
+            )
+        if rebind:
+            self._buffer = value._buffer
+        else:
+            self._backend.assign(self._buffer, value._buffer)
+        self._version += 1
+        if value.grad_fn is not None:
+            self.grad_fn, self._output_nr, self._requires_grad = value.grad_fn, value._output_nr, True
+        return self
+
+    # Host and DLPack exchange.
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        array = self.numpy()
+        array = self._backend.to_numpy(self._buffer)
         return array if dtype is None else array.astype(dtype, copy=False)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
@@ -101,10 +263,13 @@ class Tensor:
         return self._backend.dlpack_source(self._buffer).__dlpack_device__()
 
     def __repr__(self) -> str:
-        return f"Tensor(shape={self.shape}, dtype={dtypes.name(self.dtype)}, device={self.device!r})"
+        extra = f", grad_fn=<{self.grad_fn.name()}>" if self.grad_fn is not None else ""
+        extra = extra or (", requires_grad=True" if self._requires_grad else "")
+        return f"Tensor(shape={self.shape}, dtype={dtypes.name(self.dtype)}, device={self.device!r}{extra})"
 
 
-def _backend(device: str) -> Backend:
+def backend_named(device: str) -> Backend:
+    """The installed backend called ``device``."""
     from .plugins import backends
 
     installed = backends()

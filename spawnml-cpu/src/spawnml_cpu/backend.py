@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from spawnml.backend import Availability, Backend
+from spawnml.errors import InvalidArgumentError
 
 from .kernels import KERNELS
 
@@ -36,6 +37,13 @@ class CPUBackend(Backend):
 
     def dtype_of(self, buffer: Any) -> np.dtype:
         return np.asarray(buffer).dtype
+
+    def assign(self, target: Any, source: Any) -> None:
+        if not target.flags.writeable:
+            raise InvalidArgumentError(
+                "this tensor's memory is read-only (a broadcast view or a model constant); clone() it first"
+            )
+        np.copyto(target, source)
 
     def from_dlpack(self, obj: Any) -> np.ndarray:
         return np.from_dlpack(obj)

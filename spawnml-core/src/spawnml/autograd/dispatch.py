@@ -1,0 +1,95 @@
+"""Run one registered operator eagerly on the backend that holds its inputs.
+
+Training uses the same operator registry and kernel tables as inference: an operation is a
+one-node graph, its attributes resolved against the operator's schema, its kernel taken from
+the backend's table. A backend that runs the forward and backward operators can train.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ..backend import Backend, KernelContext, KernelSpec
+from ..errors import (
+    ExecutionError,
+    InvalidArgumentError,
+    SpawnMLError,
+    UnsupportedOperator,
+    UnsupportedOperatorError,
+)
+from ..ir import Node
+from ..ops.schema import OpSchema
+from ..tensor import Tensor
+
+#: The opset eager operations are written against, per domain (others: 1).
+OPSETS = {"": 21}
+
+
+def device_of(tensors: Sequence[Tensor | None]) -> Backend:
+    """The one backend every given tensor lives on."""
+    backends = {t.backend.name: t.backend for t in tensors if t is not None}
+    if len(backends) != 1:
+        raise InvalidArgumentError(
+            f"expected all tensors to be on the same device, but found {sorted(backends) or 'none'}"
+        )
+    return next(iter(backends.values()))
+
+
+def run(op_type: str, inputs: Sequence[Tensor | None], *, outputs: int = 1, domain: str = "", **attrs: Any):
+    """``op_type`` applied to ``inputs`` (``None`` for omitted optional inputs) on their backend.
+
+    Returns one :class:`Tensor`, or a tuple of ``outputs`` tensors (``None`` where the kernel
+    produced nothing). The result does not track gradients; :class:`~spawnml.autograd.Function`
+    subclasses do that.
+    """
+    backend = device_of(inputs)
+    opset = OPSETS.get(domain, 1)
+    schema, spec = _resolve(backend, domain, op_type, opset)
+    node = Node(
+        op_type,
+        [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)],
+        [f"y{i}" for i in range(outputs)],
+        attrs,
+        op_type,
+        domain,
+    )
+    refusal = backend.unsupported_reason(node, opset, [None if x is None else x.dtype for x in inputs])
+    if refusal:
+        raise UnsupportedOperatorError(
+            [UnsupportedOperator(domain, op_type, opset, 1, (refusal,))], [backend.name]
+        )
+    ctx = KernelContext(node, opset, schema.resolve_attrs(node), backend)
+    buffers = [None if x is None else x.buffer for x in inputs]
+    try:
+        result = spec.fn(ctx, *buffers)
+    except SpawnMLError:
+        raise
+    except Exception as error:
+        raise ExecutionError(node.label(), op_type, backend.name, error) from error
+    results = tuple(result) if isinstance(result, tuple | list) else (result,)
+    wrapped = tuple(None if r is None else Tensor(r, backend) for r in results)
+    return wrapped[0] if outputs == 1 else wrapped
+
+
+def constant(values: Any, like: Tensor, dtype: Any = None) -> Tensor:
+    """A small host array (axes, shapes, scalars) placed on ``like``'s device."""
+    array = np.asarray(values, dtype=dtype if dtype is not None else like.dtype)
+    return Tensor(like.backend.from_numpy(array), like.backend)
+
+
+@cache
+def _resolve(backend: Backend, domain: str, op_type: str, opset: int) -> tuple[OpSchema, KernelSpec]:
+    from ..plugins import operators
+
+    schema = operators().lookup(domain, op_type, opset)
+    spec = backend.kernels.find(domain, op_type, opset)
+    if schema is None or spec is None:
+        reason = "no operator schema registered" if schema is None else f"{backend.name}: no kernel"
+        raise UnsupportedOperatorError(
+            [UnsupportedOperator(domain, op_type, opset, 1, (reason,))], [backend.name]
+        )
+    return schema, spec

@@ -1,0 +1,1 @@
+"""Differentiable operations with torch's names and semantics, one module per family."""

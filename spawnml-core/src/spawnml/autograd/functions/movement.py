@@ -1,0 +1,194 @@
+"""Shape and layout: reshape, expand, transpose, permute, squeeze, and moves between devices."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidArgumentError
+from ...tensor import Tensor, backend_named
+from ..dispatch import constant, run
+from ..function import BackwardNode, Function
+from .promotion import DEFAULT_INT, cast
+from .reduce import normalize_dims
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> list[int]:
+    """``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
+    return list(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence) else list(shape)
+
+
+def _resolved(shape: list[int], numel: int, original: Sequence[int]) -> list[int]:
+    known = 1
+    for n in shape:
+        known *= n if n != -1 else 1
+    if shape.count(-1) > 1:
+        raise InvalidArgumentError("only one dimension can be inferred")
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise InvalidArgumentError(f"shape '{shape}' is invalid for input of size {numel}")
+        shape = [numel // known if n == -1 else n for n in shape]
+    if int(np.prod(shape)) != numel:
+        raise InvalidArgumentError(f"shape '{shape}' is invalid for input of size {numel}")
+    return shape
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
+        ctx.shape = x.shape
+        return run("Reshape", [x, constant(shape, x, DEFAULT_INT)])
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return reshape(grad, ctx.shape), None
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """The same elements in ``shape`` (one ``-1`` is inferred)."""
+    return Reshape.apply(input, _resolved(_shape_arg(shape), input.numel(), input.shape))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        return reshape(input, 1)
+    start, end = normalize_dims(start_dim, input.ndim)[0], normalize_dims(end_dim, input.ndim)[0]
+    shape = list(input.shape)
+    return reshape(input, [*shape[:start], int(np.prod(shape[start : end + 1])), *shape[end + 1 :]])
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
+        ctx.shape = x.shape
+        return run("Expand", [x, constant(shape, x, DEFAULT_INT)])
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return sum_to(grad, ctx.shape), None
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """``input`` broadcast to ``sizes`` (``-1`` keeps a dimension)."""
+    want = _shape_arg(sizes)
+    lead = len(want) - input.ndim
+    if lead < 0:
+        raise InvalidArgumentError(
+            f"the number of sizes provided ({len(want)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({input.ndim})"
+        )
+    shape = [input.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(want)]
+    for i, n in enumerate(input.shape):
+        if n != 1 and n != shape[lead + i]:
+            raise InvalidArgumentError(
+                f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size ({n}) "
+                f"at non-singleton dimension {lead + i}.  Target sizes: {want}.  "
+                f"Tensor sizes: {list(input.shape)}"
+            )
+    return input if list(input.shape) == shape else Expand.apply(input, shape)
+
+
+def sum_to(grad: Tensor, shape: Sequence[int]) -> Tensor:
+    """``grad`` summed over the dimensions that broadcasting added or stretched, to ``shape``."""
+    from .reduce import sum
+
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1]
+    return reshape(sum(grad, dims, keepdim=True), list(shape)) if dims else reshape(grad, list(shape))
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, dims: list[int]) -> Tensor:
+        ctx.dims = dims
+        return run("Transpose", [x], perm=dims)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return Permute.apply(grad, list(np.argsort(ctx.dims))), None
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    """The dimensions reordered: output dimension ``i`` is input dimension ``dims[i]``."""
+    order = [d % max(input.ndim, 1) for d in _shape_arg(dims)]
+    if sorted(order) != list(range(input.ndim)):
+        raise InvalidArgumentError(
+            f"permute(): dims {list(_shape_arg(dims))} are not a permutation of {input.ndim}"
+        )
+    return Permute.apply(input, order)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    a, b = (normalize_dims(d, input.ndim)[0] for d in (dim0, dim1))
+    if a == b:
+        return input
+    order = list(range(input.ndim))
+    order[a], order[b] = order[b], order[a]
+    return Permute.apply(input, order)
+
+
+def t(input: Tensor) -> Tensor:
+    """A matrix transposed (vectors and scalars as they are)."""
+    if input.ndim > 2:
+        raise InvalidArgumentError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """``input`` with a size-1 dimension inserted at ``dim``."""
+    position = normalize_dims(dim, input.ndim + 1)[0]
+    shape = list(input.shape)
+    return reshape(input, [*shape[:position], 1, *shape[position:]])
+
+
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """``input`` without its size-1 dimensions (only those in ``dim`` when given)."""
+    dims = range(input.ndim) if dim is None else normalize_dims(dim, input.ndim)
+    shape = [n for i, n in enumerate(input.shape) if not (i in dims and n == 1)]
+    return reshape(input, shape) if len(shape) != input.ndim else input
+
+
+class ToDevice(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, device: str) -> Tensor:
+        ctx.source = x.device
+        target = backend_named(device)
+        return Tensor(target.from_numpy(x.backend.to_numpy(x.buffer)), target)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return ToDevice.apply(grad, ctx.source), None
+
+
+class ToType(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, dtype: np.dtype) -> Tensor:
+        ctx.source = x.dtype
+        return cast(x, dtype)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return ToType.apply(grad, ctx.source), None
+
+
+def to(input: Tensor, *args: Any, device: str | None = None, dtype: Any = None) -> Tensor:
+    """``input`` on another device and/or of another element type, as ``Tensor.to`` takes them:
+    ``to("webgpu")``, ``to(spawnml.float64)``, ``to("cpu", spawnml.float32)``, ``to(other_tensor)``."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, str) and arg not in np.sctypeDict:
+            device = arg
+        else:
+            dtype = arg
+    if dtype is not None and np.dtype(dtype) != input.dtype:
+        input = ToType.apply(input, np.dtype(dtype))
+    if device is not None and device != input.device:
+        input = ToDevice.apply(input, device)
+    return input

@@ -1,0 +1,136 @@
+"""Tensor methods and operators, defined once as the functions of the same torch name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .functions import arith, compare, creation, linalg, movement, reduce
+from .mode import is_grad_enabled, no_grad
+
+
+def _reflected(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    return lambda self, other: fn(other, self)
+
+
+def _in_place(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``x.add_(y)``: compute ``fn(x, y)`` and write it into ``x``.
+
+    While the operation is recorded the backward pass may need ``x``'s old value, so ``x`` then
+    takes the result's buffer instead of being overwritten (as torch keeps a copy of it).
+    """
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        recording = is_grad_enabled() and (
+            self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        )
+        source = self._snapshot() if recording else self
+        return self._replace(fn(source, *args, **kwargs), rebind=recording)
+
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def _cast_to(dtype: Any) -> Callable[[Tensor], Tensor]:
+    return lambda self: movement.to(self, np.dtype(dtype))
+
+
+def _fill(self: Tensor, value: Any) -> Tensor:
+    with no_grad():
+        return self._replace(creation.full_like(self, value), rebind=False)
+
+
+def _copy(self: Tensor, source: Tensor) -> Tensor:
+    with no_grad():
+        return self._replace(
+            movement.expand(movement.to(source, self.device, self.dtype), self.shape), rebind=False
+        )
+
+
+METHODS: dict[str, Any] = {
+    "T": property(lambda self: movement.permute(self, list(range(self.ndim))[::-1])),
+    "__add__": arith.add,
+    "__radd__": _reflected(arith.add),
+    "__sub__": arith.sub,
+    "__rsub__": _reflected(arith.sub),
+    "__mul__": arith.mul,
+    "__rmul__": _reflected(arith.mul),
+    "__truediv__": arith.div,
+    "__rtruediv__": _reflected(arith.div),
+    "__pow__": arith.pow,
+    "__rpow__": _reflected(arith.pow),
+    "__matmul__": linalg.matmul,
+    "__rmatmul__": _reflected(linalg.matmul),
+    "__neg__": arith.neg,
+    "__abs__": arith.abs,
+    "__eq__": compare.eq,
+    "__ne__": compare.ne,
+    "__lt__": compare.lt,
+    "__le__": compare.le,
+    "__gt__": compare.gt,
+    "__ge__": compare.ge,
+    "__and__": compare.logical_and,
+    "__or__": compare.logical_or,
+    "__invert__": compare.logical_not,
+    "add": arith.add,
+    "sub": arith.sub,
+    "mul": arith.mul,
+    "div": arith.div,
+    "pow": arith.pow,
+    "neg": arith.neg,
+    "exp": arith.exp,
+    "log": arith.log,
+    "sqrt": arith.sqrt,
+    "abs": arith.abs,
+    "relu": arith.relu,
+    "sigmoid": arith.sigmoid,
+    "tanh": arith.tanh,
+    "eq": compare.eq,
+    "ne": compare.ne,
+    "lt": compare.lt,
+    "le": compare.le,
+    "gt": compare.gt,
+    "ge": compare.ge,
+    "sum": reduce.sum,
+    "mean": reduce.mean,
+    "matmul": linalg.matmul,
+    "mm": linalg.mm,
+    "reshape": movement.reshape,
+    "view": movement.reshape,
+    "flatten": movement.flatten,
+    "expand": movement.expand,
+    "permute": movement.permute,
+    "transpose": movement.transpose,
+    "t": movement.t,
+    "squeeze": movement.squeeze,
+    "unsqueeze": movement.unsqueeze,
+    "float": _cast_to(np.float32),
+    "double": _cast_to(np.float64),
+    "half": _cast_to(np.float16),
+    "long": _cast_to(np.int64),
+    "int": _cast_to(np.int32),
+    "bool": _cast_to(bool),
+    "add_": _in_place(arith.add),
+    "sub_": _in_place(arith.sub),
+    "mul_": _in_place(arith.mul),
+    "div_": _in_place(arith.div),
+    "zero_": lambda self: _fill(self, 0),
+    "fill_": _fill,
+    "copy_": _copy,
+    "__iadd__": _in_place(arith.add),
+    "__isub__": _in_place(arith.sub),
+    "__imul__": _in_place(arith.mul),
+    "__itruediv__": _in_place(arith.div),
+}
+
+# Comparison operators make tensors unhashable by default; torch hashes tensors by identity.
+METHODS["__hash__"] = object.__hash__
+
+
+def install(methods: dict[str, Any] = METHODS) -> None:
+    """Define ``methods`` on :class:`~spawnml.Tensor` (more families add theirs the same way)."""
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
