@@ -4,6 +4,7 @@ A GPU backend is a :class:`Runtime` (device, pooled allocator, programs) and a r
 :class:`GPUBackend` does the rest with the library kernels of :mod:`spawnml.kernel`.
 """
 
+from . import train  # noqa: F401  (registers on GPU_KERNELS)
 from .array import PHYSICAL, DeviceArray, Storage, physical
 from .backend import GPUBackend
 from .runtime import Runtime

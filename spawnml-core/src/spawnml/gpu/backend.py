@@ -13,6 +13,7 @@ import numpy as np
 from ..backend import Backend
 from ..errors import InvalidArgumentError
 from ..kernel.ir import Kernel
+from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
 from .array import PHYSICAL, DeviceArray, Storage, physical
 from .runtime import Runtime
@@ -71,6 +72,13 @@ class GPUBackend(Backend):
 
     def dtype_of(self, buffer: DeviceArray) -> np.dtype:
         return buffer.dtype
+
+    def assign(self, target: DeviceArray, source: DeviceArray) -> None:
+        """Overwrite ``target``'s data with ``source``'s on the device (same shape and dtype)."""
+        k = strided_copy.specialize(T=target.elem, RANK=1)
+        meta = self.constant([target.size, 1, 1])
+        self.launch_flat(k, [source, target, meta], target.size, src_offset=0, dst_offset=0)
+        object.__setattr__(target, "host", None)  # the values it was uploaded from are stale now
 
     @cached_property
     def _constants(self) -> dict[bytes, DeviceArray]:

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registration by import)
     signal,
     strings,
     tensor,
+    train,
     vision,
 )
 from .table import KERNELS

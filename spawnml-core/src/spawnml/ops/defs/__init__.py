@@ -18,6 +18,7 @@ from . import (
     signal,
     strings,
     tensor,
+    train,
     vision,
 )
 
@@ -39,6 +40,7 @@ SCHEMAS: list[OpSchema] = [
         ml,
         contrib,
         quant_gguf,
+        train,
     )
     for schema in family.SCHEMAS
 ]
