@@ -41,7 +41,7 @@ from spawnml.kernel import (
     tanh,
     u32,
 )
-from spawnml.kernel.library import add, matmul, sum_partial
+from spawnml.kernel.library import add, conv, matmul, norm, pad, pool, resize, sum_partial
 from spawnml.kernel.render import CUDARenderer, OpenCLRenderer, WGSLRenderer
 
 
@@ -89,6 +89,8 @@ def every_construct(
 
 
 DIALECTS = [OpenCLRenderer(), CUDARenderer(), WGSLRenderer()]
+#: Window constants of the convolution and pooling kernels: sizes, strides, dilations per axis.
+WINDOW = {"KD": 1, "KH": 3, "KW": 2, "SD": 1, "SH": 2, "SW": 1, "DD": 1, "DH": 1, "DW": 2}
 KERNELS = {
     "add": add.specialize(T=f32),
     "sum_partial": sum_partial.specialize(T=f32, BLOCK=64),
@@ -96,6 +98,21 @@ KERNELS = {
     "every_construct": every_construct.specialize(T=f32, WG=32, SCALE=0.5),
     "every_construct_f16": every_construct.specialize(T=f16, WG=32, SCALE=0.5),
     "matmul_i32": matmul.specialize(T=i32, TILE=4),
+    **{
+        f"{k.name}_vision": k
+        for k in (
+            conv.conv_direct.specialize(T=f32, **WINDOW),
+            conv.conv_gemm.specialize(T=f32, TILE=8, **WINDOW),
+            conv.conv_transpose.specialize(T=f32, **WINDOW),
+            pool.max_pool.specialize(T=i32, **WINDOW),
+            pool.average_pool.specialize(T=f32, INCLUDE_PAD=True, **WINDOW),
+            pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=True),
+            norm.batch_norm.specialize(T=f32),
+            norm.group_norm.specialize(T=f32, BLOCK=32),
+            resize.resample_axis.specialize(T=f32, TAPS=2),
+            pad.pad.specialize(T=f32, RANK=3, MODE=pad.REFLECT),
+        )
+    },
 }
 
 EXPECTED = {
