@@ -1,0 +1,1 @@
+"""TensorFlow format loader: frozen ``GraphDef`` (``.pb``) files lowered to the IR."""

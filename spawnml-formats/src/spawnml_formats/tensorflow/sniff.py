@@ -1,0 +1,71 @@
+"""Recognising a frozen TensorFlow ``GraphDef`` by the protobuf layout of its first bytes.
+
+A GraphDef has no magic number. TensorFlow serializes fields in field-number order, so a
+graph with nodes starts with its first ``NodeDef`` (field 1, tag ``0x0A``), which starts with
+the node's ``name`` (field 1, ``0x0A``) and then its ``op`` (field 2, ``0x12``). The check
+accepts a head only when the node's length can hold the fields seen, the visible part of the
+name is printable UTF-8, and a fully visible op name is an identifier (``Conv2D``, ``_Arg``).
+Other formats fail within the first three bytes: ONNX and Core ML start with a varint field
+(``0x08``), a SavedModel too; GGUF, zip, pickle and TFLite start with other bytes, and a
+safetensors header length is followed by zero bytes, which no tag here may be.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+_NODE, _NAME, _OP = 0x0A, 0x0A, 0x12
+_OP_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Truncated(Exception):
+    """The head ended inside a varint."""
+
+
+def looks_like_graphdef(head: bytes) -> bool:
+    """Whether ``head``, the first bytes of a file, looks like a serialized ``GraphDef``."""
+    try:
+        if not head or head[0] != _NODE:
+            return False
+        node_length, position = _varint(head, 1)
+        end = position + node_length
+        fields = 0
+        while position < min(end, len(head)) and fields < 2:
+            tag = head[position]
+            if tag != (_NAME if fields == 0 else _OP) and not (fields == 0 and tag == _OP):
+                return False
+            length, start = _varint(head, position + 1)
+            if length == 0 or start + length > end:
+                return False
+            text = head[start : start + length]
+            complete = len(text) == length
+            if tag == _OP:
+                return _OP_NAME.fullmatch(text) is not None if complete else bool(_OP_NAME.match(text))
+            if not _printable(text, complete):
+                return False
+            position, fields = start + length, fields + 1
+        return fields > 0
+    except _Truncated:
+        return False
+
+
+def _printable(text: bytes, complete: bool) -> bool:
+    try:
+        decoded = codecs.getincrementaldecoder("utf-8")().decode(text, final=complete)
+    except UnicodeDecodeError:
+        return False
+    return decoded.isprintable()
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    value = 0
+    for shift in range(0, 64, 7):
+        if position >= len(data):
+            raise _Truncated
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+    raise _Truncated
