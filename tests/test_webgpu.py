@@ -223,20 +223,20 @@ def test_refuses_precisely_and_splits_with_cpu(gpu):
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["r"]), helper.make_node("IsNaN", ["r"], ["y"])],
+        [helper.make_node("Neg", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
         "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.BOOL, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [1, None])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     name = gpu.name
-    with pytest.raises(spawnml.UnsupportedOperatorError, match=rf"IsNaN.*{name}: no {name} kernel"):
+    with pytest.raises(spawnml.UnsupportedOperatorError, match=rf"NonZero.*{name}: no {name} kernel"):
         spawnml.InferenceSession(model, providers=[name])
     session = spawnml.InferenceSession(model, providers=[name, "cpu"])
     assert [p for _, _, p in session.placement()] == [name, "cpu"]
     assert [(t.value, t.source, t.target) for t in session.transfers()] == [("r", name, "cpu")]
-    x = np.array([-1, np.nan, 2], np.float32)
-    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.isnan(-x))
+    x = np.array([-1, 0, 2], np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.array(np.nonzero(-x)))
 
 
 @pytest.mark.real_model

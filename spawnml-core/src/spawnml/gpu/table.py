@@ -9,7 +9,7 @@ free for initializers, which keep their host values, one small read-back otherwi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
@@ -19,11 +19,12 @@ from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel import ir
-from ..kernel.ir import Kernel, Scalar, bool_, f32
+from ..kernel.ir import Kernel, Scalar, f32
 from ..kernel.library.batched_matmul import batched_matmul
 from ..kernel.library.map import map1, map2, map3, with_value
 from ..kernel.library.movement import gather, strided_copy
 from ..kernel.library.rows import layernorm_rows, softmax_rows, sum_rows
+from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import PHYSICAL, DeviceArray
 
 GPU_KERNELS = KernelTable()
@@ -31,8 +32,6 @@ GPU_KERNELS = KernelTable()
 #: What the float-only kernels take; declared so that other types are refused at load.
 FLOAT32 = (np.float32,)
 Array = DeviceArray
-#: An expression over the operands ``a`` (and ``b``) of type T, giving a value of type R.
-Build = Callable[[ir.Expr, ir.Expr, Scalar], ir.Expr]
 TILE = 16
 
 
@@ -63,75 +62,14 @@ def _axis(axis: int, rank: int) -> int:
 
 
 # Elementwise ------------------------------------------------------------------------------
-def _flag(cond: ir.Expr, r: Scalar) -> ir.Expr:
-    return ir.Select(cond, ir.Const(1, r), ir.Const(0, r), r)
-
-
 @cache
 def _mapped(op: str, t: Scalar, r: Scalar, rank: int | None) -> Kernel:
     """``map1`` (contiguous, ``rank`` None) or ``map2`` (broadcasting) computing ``op``."""
     base = map1.specialize(T=t, R=r) if rank is None else map2.specialize(T=t, R=r, RANK=rank)
-    value = _EXPRESSIONS[op](ir.Var("a", t), ir.Var("b", t), r)
-    return with_value(base, value, f"{op.lower()}_{t}_{r}")
+    operands = (ir.Var("a", t),) if rank is None else (ir.Var("a", t), ir.Var("b", t))
+    return with_value(base, SCALAR_OPS[op].build(operands, {}, r), f"{op.lower()}_{t}_{r}")
 
 
-def _cmp(symbol: str) -> Build:
-    return lambda a, b, r: _flag(ir.Binary(symbol, a, b, bool_), r)
-
-
-def _arith(symbol: str) -> Build:
-    return lambda a, b, r: ir.Binary(symbol, a, b, a.dtype)
-
-
-def _fn(name: str) -> Build:
-    return lambda a, b, r: ir.Call(name, (a,), a.dtype)
-
-
-def _one(a: ir.Expr) -> ir.Const:
-    return ir.Const(1.0 if a.dtype.is_float else 1, a.dtype)
-
-
-def _cast(a: ir.Expr, b: ir.Expr, r: Scalar) -> ir.Expr:
-    return a if a.dtype == r else ir.Cast(a, r)
-
-
-_EXPRESSIONS: dict[str, Build] = {
-    "Add": _arith("+"),
-    "Sub": _arith("-"),
-    "Mul": _arith("*"),
-    "Div": _arith("/"),
-    "Pow": lambda a, b, r: ir.Call("pow", (a, b), a.dtype),
-    "Max": lambda a, b, r: ir.Call("max", (a, b), a.dtype),
-    "Min": lambda a, b, r: ir.Call("min", (a, b), a.dtype),
-    "And": _arith("&"),
-    "Or": _arith("|"),
-    "Xor": _arith("^"),
-    "Equal": _cmp("=="),
-    "Greater": _cmp(">"),
-    "GreaterOrEqual": _cmp(">="),
-    "Less": _cmp("<"),
-    "LessOrEqual": _cmp("<="),
-    "Sqrt": _fn("sqrt"),
-    "Erf": _fn("erf"),
-    "Tanh": _fn("tanh"),
-    "Exp": _fn("exp"),
-    "Log": _fn("log"),
-    "Abs": _fn("abs"),
-    "Neg": lambda a, b, r: ir.Unary("-", a, a.dtype),
-    "Relu": lambda a, b, r: ir.Call("max", (a, ir.Const(0.0 if a.dtype.is_float else 0, a.dtype)), a.dtype),
-    "Sigmoid": lambda a, b, r: ir.Binary(
-        "/",
-        _one(a),
-        ir.Binary("+", _one(a), ir.Call("exp", (ir.Unary("-", a, a.dtype),), a.dtype), a.dtype),
-        a.dtype,
-    ),
-    "Reciprocal": lambda a, b, r: ir.Binary("/", _one(a), a, a.dtype),
-    "Not": lambda a, b, r: ir.Binary("^", a, _one(a), a.dtype),
-    "Cast": _cast,
-    "CastBool": lambda a, b, r: _flag(
-        ir.Binary("!=", a, ir.Const(0.0 if a.dtype.is_float else 0, a.dtype), bool_), r
-    ),
-}
 _FLOAT_ONLY = {"Pow", "Sqrt", "Erf", "Tanh", "Exp", "Log", "Sigmoid", "Reciprocal"}
 _COMPARISONS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}
 

@@ -94,6 +94,8 @@ class WGSLRenderer(CStyleRenderer):
         if fn == "erf":  # WGSL has no erf: Abramowitz & Stegun 7.1.26, |error| < 1.5e-7
             self._erf.add(dtype)
             return f"spawn_erf_{self.type(dtype)}({args[0]})"
+        if fn == "isnan":  # by the bits: WGSL lets compilers fold `x != x` to false
+            return f"((bitcast<u32>({args[0]}) & 0x7fffffffu) > 0x7f800000u)"
         return super().call(fn, args, dtype)
 
     def cast(self, x: str, dtype: Scalar) -> str:

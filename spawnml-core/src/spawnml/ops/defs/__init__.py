@@ -8,6 +8,7 @@ from . import (
     contrib,
     control,
     elementwise,
+    fused,
     loss,
     misc,
     ml,
@@ -40,6 +41,7 @@ SCHEMAS: list[OpSchema] = [
         ml,
         contrib,
         quant_gguf,
+        fused,
         train,
     )
     for schema in family.SCHEMAS

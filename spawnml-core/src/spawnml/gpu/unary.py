@@ -1,0 +1,89 @@
+"""Elementwise operators run as generated one-step chains: unary math, activations, Mod,
+BitShift, PRelu, Clip, IsNaN / IsInf, Sign and the variadic Sum / Mean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backend import KernelContext
+from ..kernel.library.chain import step
+from .array import DeviceArray
+from .fused import run_chain
+from .table import FLOAT32, GPU_KERNELS
+
+BOOL = np.dtype(np.bool_)
+#: Float Mod is refused: ``a - b * trunc(a / b)`` is not the exact remainder ONNX wants.
+INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64)
+
+#: Float-only operators with their first opset; attributes come from the node.
+FLOAT_UNARY = {
+    "Sin": 7,
+    "Cos": 7,
+    "Tan": 7,
+    "Asin": 7,
+    "Acos": 7,
+    "Atan": 7,
+    "Sinh": 9,
+    "Cosh": 9,
+    "Asinh": 9,
+    "Acosh": 9,
+    "Atanh": 9,
+    "Ceil": 6,
+    "Floor": 6,
+    "Round": 11,
+    "Softplus": 1,
+    "Softsign": 1,
+    "Mish": 18,
+    "HardSwish": 14,
+    "HardSigmoid": 6,
+    "LeakyRelu": 6,
+    "Elu": 6,
+    "Selu": 6,
+    "Celu": 12,
+    "ThresholdedRelu": 10,
+    "Gelu": 20,
+}
+
+
+def elementwise(
+    ctx: KernelContext, op: str, inputs: list[DeviceArray], dtype: Any = None, **attrs: Any
+) -> DeviceArray:
+    """``op`` over ``inputs`` broadcast together, its result of ``dtype`` (the first input's)."""
+    dtype = np.dtype(dtype or inputs[0].dtype)
+    chain = (step(op, range(len(inputs)), dtype.name, {**ctx.attrs, **attrs}),)
+    return run_chain(ctx, chain, inputs, f"{op.lower()}_elementwise")
+
+
+def _register() -> None:
+    for op, since in FLOAT_UNARY.items():
+        GPU_KERNELS.register(op, since=since, dtypes=FLOAT32)(
+            lambda ctx, x, _op=op: elementwise(ctx, _op, [x])
+        )
+    for op, since in (("IsNaN", 9), ("IsInf", 10)):
+        GPU_KERNELS.register(op, since=since, dtypes=FLOAT32)(
+            lambda ctx, x, _op=op: elementwise(ctx, _op, [x], BOOL)
+        )
+    GPU_KERNELS.register("PRelu", since=7, dtypes=FLOAT32)(
+        lambda ctx, x, s: elementwise(ctx, "PRelu", [x, s])
+    )
+    GPU_KERNELS.register("Mean", since=8, dtypes=FLOAT32)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
+    GPU_KERNELS.register("Sum", since=8)(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
+    GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
+    GPU_KERNELS.register("Mod", since=10, dtypes=INTEGERS)(lambda ctx, x, y: elementwise(ctx, "Mod", [x, y]))
+    GPU_KERNELS.register("BitShift", since=11, dtypes=(np.uint8, np.uint16))(
+        lambda ctx, x, y: elementwise(ctx, "BitShift", [x, y])
+    )
+
+
+@GPU_KERNELS.register("Clip", since=1)
+def clip(
+    ctx: KernelContext, x: DeviceArray, low: DeviceArray | None = None, high: DeviceArray | None = None
+) -> DeviceArray:
+    """Clip: bounds as inputs from opset 11, as ``min``/``max`` attributes before."""
+    bounds = [b for b in (low, high) if b is not None]
+    return elementwise(ctx, "Clip", [x, *bounds], has_min=low is not None, has_max=high is not None)
+
+
+_register()
