@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .functions import arith, compare, creation, linalg, movement, reduce
+from .functions import arith, compare, creation, extrema, linalg, movement, reduce, softmax
 from .mode import is_grad_enabled, no_grad
 
 
@@ -96,6 +96,21 @@ METHODS: dict[str, Any] = {
     "ge": compare.ge,
     "sum": reduce.sum,
     "mean": reduce.mean,
+    "max": extrema.max,
+    "min": extrema.min,
+    "amax": extrema.amax,
+    "amin": extrema.amin,
+    "argmax": extrema.argmax,
+    "argmin": extrema.argmin,
+    "maximum": extrema.maximum,
+    "minimum": extrema.minimum,
+    "clamp": extrema.clamp,
+    "clip": extrema.clamp,
+    "clamp_": _in_place(extrema.clamp),
+    "clip_": _in_place(extrema.clamp),
+    "isnan": extrema.isnan,
+    "softmax": softmax.softmax,
+    "log_softmax": softmax.log_softmax,
     "matmul": linalg.matmul,
     "mm": linalg.mm,
     "reshape": movement.reshape,
