@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from spawnml.errors import InvalidArgumentError
 from spawnml.gpu import DeviceArray, Runtime, Storage, physical
+from spawnml.gpu.runtime import MemoryStats
 
 
 class FakeRuntime(Runtime):
@@ -70,3 +71,24 @@ def test_physical_types():
     assert physical(np.dtype(np.int64)).name == "i32" and physical(np.dtype(np.bool_)).name == "i32"
     with pytest.raises(InvalidArgumentError, match="not float64"):
         physical(np.dtype(np.float64))
+
+
+def test_pool_is_bounded_releasing_the_longest_unused_first():
+    runtime = FakeRuntime()
+    runtime.pool_bytes = 64
+    sizes = [16, 32, 48, 16]
+    storages = [Storage(runtime, size) for size in sizes]
+    handles = [storage.handle for storage in storages]
+    while storages:  # freed in order: 16, 32, 48, 16 bytes; keeping 112 would pass 64
+        del storages[0]
+    assert runtime.memory() == MemoryStats(live=0, pooled=64, buffers=2)
+    assert Storage(runtime, 48).handle is handles[2] and Storage(runtime, 16).handle is handles[3]
+    assert runtime.allocated == sizes  # nothing new was allocated for them
+
+
+def test_a_discarded_buffer_is_released_not_pooled():
+    runtime = FakeRuntime()
+    storage = Storage(runtime, 100)
+    storage.reuse = False
+    del storage
+    assert runtime.memory() == MemoryStats(live=0, pooled=0, buffers=0)

@@ -181,3 +181,8 @@ class Backend(ABC):
     def dlpack_source(self, buffer: Any) -> Any:
         """An object exporting ``__dlpack__`` for ``buffer``; the default reads it back first."""
         return self.to_numpy(buffer)
+
+    def discard(self, buffer: Any) -> None:
+        """Free ``buffer``'s device memory once it is dropped rather than keep it for reuse (a closed
+        session's weights); the default leaves it to garbage collection."""
+        del buffer

@@ -104,6 +104,29 @@ class ExecutionError(SpawnMLError):
         )
 
 
+class DeviceError(SpawnMLError):
+    """A device failed to give memory or was lost; names the tensor and, once known, where."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        self.detail, self.where = message, where
+        super().__init__(f"{where}: {message}" if where else message)
+
+    def at(self, where: str) -> DeviceError:
+        """This error, told the place it happened (a node, an input) unless it already knows one."""
+        if not self.where:
+            self.where = where
+            self.args = (f"{where}: {self.detail}",)
+        return self
+
+
+class DeviceMemoryError(DeviceError):
+    """A device allocation failed: the device is out of memory, or the tensor is past its limits."""
+
+
+class DeviceLostError(DeviceError):
+    """The device was lost (reset, removed or destroyed); nothing more runs on it."""
+
+
 class PluginError(SpawnMLError):
     """A plugin failed to load or registered something invalid."""
 

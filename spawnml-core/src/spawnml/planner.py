@@ -18,6 +18,7 @@ import numpy as np
 
 from .backend import Backend, KernelContext, KernelSpec
 from .errors import (
+    DeviceError,
     ExecutionError,
     InvalidGraphError,
     SpawnMLError,
@@ -77,8 +78,13 @@ class Plan:
         """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs)."""
         scope = Scope(self, dict(feeds), parent)
         for step in self.steps:
-            args = [scope.fetch(name, step.backend) if name else None for name in step.node.inputs]
-            results = self._call(step, args, scope)
+            try:
+                args = [scope.fetch(name, step.backend) if name else None for name in step.node.inputs]
+                results = self._call(step, args, scope)
+            except DeviceError as error:  # name the node and the values it makes
+                node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
+                where = f"node {node.label()!r} ({node.op_type}, making {made}) on {step.backend.name!r}"
+                raise error.at(where) from error.__cause__
             for name, result in zip(step.node.outputs, results, strict=False):
                 if name and result is not None:
                     scope.values[name] = (result, step.backend)
@@ -281,11 +287,14 @@ def _constants(graph: Graph, steps: list[Step]) -> dict[tuple[str, str], Any]:
         for name in _reads(step.node):
             if name in graph.initializers:
                 readers[name].add(step.backend)
-    return {
-        (name, backend.name): backend.from_numpy(_read_only(graph.initializers[name]))
-        for name, backends in readers.items()
-        for backend in backends
-    }
+    constants = {}
+    for name, backends in readers.items():
+        for backend in backends:
+            try:
+                constants[name, backend.name] = backend.from_numpy(_read_only(graph.initializers[name]))
+            except DeviceError as error:
+                raise error.at(f"initializer {name!r} on {backend.name!r}") from error.__cause__
+    return constants
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

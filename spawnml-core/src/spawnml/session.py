@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes
 from .backend import Backend
-from .errors import BackendUnavailableError, InvalidArgumentError, InvalidFeedError
+from .errors import BackendUnavailableError, DeviceError, InvalidArgumentError, InvalidFeedError
 from .formats import ModelSource, PathOrBytes, load
 from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
 from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
@@ -61,6 +61,7 @@ class InferenceSession:
 
     ``providers`` is a priority list of backend names (``["webgpu", "cpu"]``); each node
     runs on the first provider that supports it. The default is ``["cpu"]``.
+    :meth:`close` (or leaving a ``with`` block) frees the session's device memory.
     """
 
     def __init__(
@@ -81,8 +82,27 @@ class InferenceSession:
         self._graph = optimize(loaded, options.graph_optimization_level, self._providers, operators())
         if options.optimized_model_filepath:
             save_onnx(self._graph, Path(options.optimized_model_filepath))
-        self._plan: Plan = build_plan(self._graph, self._providers, operators())
+        self._plan: Plan | None = build_plan(self._graph, self._providers, operators())
         self._feedable = {value.name: value for value in self._graph.inputs}
+
+    def close(self) -> None:
+        """Free the device memory of the model's weights; the session cannot run afterwards.
+
+        Not to be called while another thread is running the session.
+        """
+        if self._plan is None:
+            return
+        backends = {backend.name: backend for backend in self._providers}
+        for plan in _plans(self._plan):
+            for (_, provider), buffer in plan.constants.items():
+                backends[provider].discard(buffer)
+        self._plan = None
+
+    def __enter__(self) -> InferenceSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     # -- onnxruntime's API -------------------------------------------------------------
     def get_inputs(self) -> list[NodeArg]:
@@ -111,10 +131,11 @@ class InferenceSession:
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
     ) -> list[Output]:
         """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
+        plan = self._open_plan()
         names = self._output_names(output_names)
         placed = self._check_feeds(input_feed)
         with limits_for_runs(self._limits):  # bounds the work of this run (Loop iterations)
-            results = self._plan.run(placed, names)
+            results = plan.run(placed, names)
         return [_output(buffer, backend) for buffer, backend in results]
 
     # -- introspection ----------------------------------------------------------------------
@@ -124,13 +145,18 @@ class InferenceSession:
 
     def placement(self) -> list[tuple[str, str, str]]:
         """Which provider runs each node: ``(node, op_type, provider)`` in execution order."""
-        return self._plan.placement()
+        return self._open_plan().placement()
 
     def transfers(self) -> list[Transfer]:
         """Values copied between providers on every run."""
-        return list(self._plan.transfers)
+        return list(self._open_plan().transfers)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _open_plan(self) -> Plan:
+        if self._plan is None:
+            raise InvalidArgumentError("the session is closed; create a new InferenceSession")
+        return self._plan
+
     def _output_names(self, output_names: Sequence[str] | None) -> list[str]:
         declared = [value.name for value in self._graph.outputs]
         if not output_names:
@@ -171,7 +197,10 @@ class InferenceSession:
         if isinstance(feed, Tensor):
             return feed.buffer, feed.backend
         first = self._providers[0]
-        return first.from_numpy(_as_array(name, feed)), first
+        try:
+            return first.from_numpy(_as_array(name, feed)), first
+        except DeviceError as error:
+            raise error.at(f"input {name!r} on {first.name!r}") from error.__cause__
 
     def _placed_sequence(self, expected: Value, feed: Any) -> Placed:
         """A list of tensors as a sequence; each is checked like a tensor input of its own."""
@@ -229,6 +258,11 @@ def save_onnx(graph: Graph, path: Path) -> None:
             "optimized_model_filepath needs a format plugin that writes ONNX; install spawnml-formats"
         )
     writers[0].save(graph, path, operators())
+
+
+def _plans(plan: Plan) -> list[Plan]:
+    """``plan`` and the plans of its subgraphs, at every depth."""
+    return [plan, *(inner for step in plan.steps for body in step.bodies.values() for inner in _plans(body))]
 
 
 def _node_arg(value: Value) -> NodeArg:

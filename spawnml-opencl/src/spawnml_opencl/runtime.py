@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
-from spawnml.errors import ExecutionError
+from spawnml.errors import DeviceMemoryError, ExecutionError
 from spawnml.gpu import Runtime
 
 #: Workgroups per grid dimension: keeps every thread index within the u32 the kernels compute in.
 MAX_GROUPS = 65535
+#: A compiled kernel: the kernel object, its workgroup shape, and the lock its launches take.
+Program = tuple[cl.Kernel, tuple[int, int, int], threading.Lock]
 
 
 def devices() -> list[cl.Device]:
@@ -53,7 +56,13 @@ def describe(device: cl.Device) -> str:
 
 
 class OpenCLRuntime(Runtime):
-    """One OpenCL device and one in-order queue; only :meth:`copy_out` waits for the device."""
+    """One OpenCL device and one in-order queue; only :meth:`copy_out` waits for the device.
+
+    OpenCL calls are thread-safe except setting a kernel's arguments, which a launch does on the
+    kernel object shared by every thread: each kernel has its own lock, held from setting the
+    arguments to queueing the launch (no wait for the device), so threads only queue in turn
+    where they launch the same kernel at the same moment.
+    """
 
     def __init__(self, device: cl.Device) -> None:
         super().__init__()
@@ -74,7 +83,10 @@ class OpenCLRuntime(Runtime):
         return int(self.device.max_mem_alloc_size)
 
     def _alloc(self, size: int) -> cl.Buffer:
-        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
+        try:
+            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
+        except cl.MemoryError as error:
+            raise DeviceMemoryError(f"out of memory: {error}") from error
 
     def copy_in(self, handle: cl.Buffer, data: np.ndarray) -> None:
         # The event keeps ``data`` alive until the write is done; the next read back releases it.
@@ -86,9 +98,9 @@ class OpenCLRuntime(Runtime):
         self._uploads.clear()
         return out.tobytes()
 
-    def compile(self, source: str, name: str) -> tuple[cl.Kernel, tuple[int, int, int]]:
-        """The kernel and its workgroup shape (the renderer's ``reqd_work_group_size``), checked
-        against the device's limit for that kernel."""
+    def compile(self, source: str, name: str) -> Program:
+        """The kernel, its workgroup shape (the renderer's ``reqd_work_group_size``, checked against
+        the device's limit for that kernel) and its launch lock."""
         kernel = getattr(cl.Program(self.context, source).build(devices=[self.device]), name)
         info = cl.kernel_work_group_info
         x, y, z = kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, self.device)
@@ -97,16 +109,17 @@ class OpenCLRuntime(Runtime):
             raise ExecutionError(
                 f"kernel {name} needs workgroups of {[x, y, z]}, above the {limit} {self.describe()} allows"
             )
-        return kernel, (x, y, z)
+        return kernel, (x, y, z), threading.Lock()
 
     def launch(
         self,
-        program: tuple[cl.Kernel, tuple[int, int, int]],
+        program: Program,
         buffers: Sequence[Any],
         grid: tuple[int, int, int],
         scalars: Sequence[np.generic],
     ) -> None:
-        kernel, local = program
-        kernel.set_args(*buffers, *scalars)
+        kernel, local, lock = program
         size = tuple(g * w for g, w in zip(grid, local, strict=True))
-        cl.enqueue_nd_range_kernel(self.queue, kernel, size, local)
+        with lock:
+            kernel.set_args(*buffers, *scalars)
+            cl.enqueue_nd_range_kernel(self.queue, kernel, size, local)

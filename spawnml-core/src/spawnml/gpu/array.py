@@ -30,14 +30,19 @@ def physical(dtype: np.dtype) -> Scalar:
 
 
 class Storage:
-    """A device buffer; it goes back to its runtime's pool when the last view is dropped."""
+    """A device buffer; it goes back to its runtime's pool when the last view is dropped, or is
+    released then when ``reuse`` was turned off (a closed session's weights)."""
+
+    handle: Any = None  # stays None when the allocation fails
 
     def __init__(self, runtime: Runtime, nbytes: int) -> None:
         self.runtime = runtime
+        self.reuse = True
         self.handle, self.size = runtime.alloc(nbytes)
 
     def __del__(self) -> None:
-        self.runtime.free(self.handle, self.size)
+        if self.handle is not None:
+            self.runtime.free(self.handle, self.size, self.reuse)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+import threading
 from abc import abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..backend import Backend
-from ..errors import InvalidArgumentError
+from ..errors import DeviceMemoryError, InvalidArgumentError
 from ..kernel.ir import Kernel
 from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
@@ -20,6 +22,18 @@ from .runtime import Runtime
 from .table import GPU_KERNELS
 
 _I32 = np.iinfo(np.int32)
+#: Distinct small constants (strides, shapes) kept on the device; past it, the longest unused go.
+CONSTANTS = 1024
+_OPENING = threading.Lock()
+
+
+@dataclass
+class OpenDevice:
+    """An open device and what was prepared on it: programs by kernel, small constants by content."""
+
+    runtime: Runtime
+    programs: dict[int, tuple[Kernel, Any]] = field(default_factory=dict)
+    constants: OrderedDict[bytes, DeviceArray] = field(default_factory=OrderedDict)
 
 
 class GPUBackend(Backend):
@@ -31,23 +45,44 @@ class GPUBackend(Backend):
 
     @abstractmethod
     def make_runtime(self) -> Runtime:
-        """Open the device (called once, on first use)."""
+        """Open the device (on first use, and again once it is lost)."""
 
-    @cached_property
+    @property
     def runtime(self) -> Runtime:
-        return self.make_runtime()
+        return self.device().runtime
+
+    def device(self) -> OpenDevice:
+        """The open device. A lost one is replaced by a new one, so sessions created after a loss
+        run while those holding tensors of the lost device report it."""
+        current: OpenDevice | None = self.__dict__.get("_open")
+        if current is None or current.runtime.lost:
+            with _OPENING:
+                current = self.__dict__.get("_open")
+                if current is None or current.runtime.lost:
+                    current = self.__dict__["_open"] = OpenDevice(self.make_runtime())
+        return current
 
     # Memory.
     def empty(self, shape: Sequence[int], dtype: np.dtype) -> DeviceArray:
-        """An uninitialised tensor."""
+        """An uninitialised tensor; :class:`DeviceMemoryError` names it when the device cannot hold it."""
         shape = tuple(int(d) for d in shape)
         nbytes = math.prod(shape) * physical(dtype).bits // 8
-        if nbytes > self.runtime.max_buffer_bytes:
-            raise InvalidArgumentError(
-                f"a {dtype} tensor of shape {list(shape)} needs {nbytes:,} bytes, above the "
-                f"{self.runtime.max_buffer_bytes:,} one {self.name} kernel may bind"
+        tensor = f"a {np.dtype(dtype)} tensor of shape {list(shape)} ({nbytes:,} bytes)"
+        runtime = self.runtime
+        if nbytes > runtime.max_buffer_bytes:
+            raise DeviceMemoryError(
+                f"{tensor} is past the {runtime.max_buffer_bytes:,} bytes one {self.name} kernel may bind "
+                f"on {runtime.describe()}"
             )
-        return DeviceArray(Storage(self.runtime, nbytes), shape, np.dtype(dtype))
+        try:
+            storage = Storage(runtime, nbytes)
+        except DeviceMemoryError as error:
+            raise DeviceMemoryError(f"{tensor} could not be allocated: {error.detail}") from error
+        return DeviceArray(storage, shape, np.dtype(dtype))
+
+    def discard(self, buffer: DeviceArray) -> None:
+        """Release ``buffer``'s device memory once it is dropped instead of pooling it."""
+        buffer.storage.reuse = False
 
     def from_numpy(self, array: np.ndarray) -> DeviceArray:
         """Upload ``array``; int64 values beyond int32 saturate on the device (``INT64_MAX`` as
@@ -57,14 +92,16 @@ class GPUBackend(Backend):
         out = self.empty(array.shape, array.dtype)
         if array.size:
             values = np.clip(array, _I32.min, _I32.max) if array.dtype == np.int64 else array
-            self.runtime.copy_in(out.handle, np.ascontiguousarray(values, elem.numpy))
+            out.storage.runtime.copy_in(out.handle, np.ascontiguousarray(values, elem.numpy))
         return DeviceArray(out.storage, out.shape, out.dtype, array)
 
     def to_numpy(self, buffer: DeviceArray) -> np.ndarray:
         if buffer.host is not None:
             return buffer.host
+        runtime = buffer.storage.runtime
+        runtime.check_alive()
         nbytes = buffer.size * buffer.elem.bits // 8
-        data = self.runtime.copy_out(buffer.handle, nbytes) if nbytes else b""
+        data = runtime.copy_out(buffer.handle, nbytes) if nbytes else b""
         return np.frombuffer(data, buffer.elem.numpy).astype(buffer.dtype).reshape(buffer.shape)
 
     def shape_of(self, buffer: DeviceArray) -> tuple[int, ...]:
@@ -80,42 +117,47 @@ class GPUBackend(Backend):
         self.launch_flat(k, [source, target, meta], target.size, src_offset=0, dst_offset=0)
         object.__setattr__(target, "host", None)  # the values it was uploaded from are stale now
 
-    @cached_property
-    def _constants(self) -> dict[bytes, DeviceArray]:
-        return {}
-
     def constant(self, values: Sequence[int] | np.ndarray, dtype: Any = np.uint32) -> DeviceArray:
-        """Small read-only data (strides, zeros), uploaded once per distinct content."""
+        """Small read-only data (strides, zeros), uploaded once per distinct content (the last
+        :data:`CONSTANTS` distinct ones are kept)."""
         array = np.asarray(values, dtype).reshape(-1)
         array = array if array.size else np.zeros(1, dtype)
         key = array.dtype.str.encode() + array.tobytes()
-        if key not in self._constants:
-            self._constants[key] = self._upload_raw(array)
-        return self._constants[key]
+        device = self.device()
+        with device.runtime.lock:
+            found = device.constants.get(key)
+            if found is None:
+                found = device.constants[key] = self._upload_raw(array)
+                if len(device.constants) > CONSTANTS:
+                    device.constants.popitem(last=False)
+            else:
+                device.constants.move_to_end(key)
+            return found
 
     def _upload_raw(self, array: np.ndarray) -> DeviceArray:
         storage = Storage(self.runtime, array.nbytes)
-        self.runtime.copy_in(storage.handle, array)
+        storage.runtime.copy_in(storage.handle, array)
         return DeviceArray(storage, array.shape, np.dtype(np.int32), None)
 
     # Launches.
-    @cached_property
-    def _sources(self) -> dict[int, tuple[Kernel, Any]]:
-        return {}
-
     def launch(
         self, k: Kernel, buffers: Sequence[DeviceArray], grid: tuple[int, ...], **scalars: float | int
     ) -> None:
         """Queue ``k`` over ``grid`` workgroups; scalars by parameter name."""
-        entry = self._sources.get(id(k))
+        device = self.device()
+        runtime = device.runtime
+        entry = device.programs.get(id(k))
         if entry is None:
-            entry = self._sources[id(k)] = (k, self.runtime.program(self.renderer.render(k), k.name))
+            entry = device.programs[id(k)] = (k, runtime.program(self.renderer.render(k), k.name))
         names = [p.name for p in k.scalars]
         if sorted(names) != sorted(scalars):
             raise InvalidArgumentError(f"kernel {k.name} takes scalars {names}, got {sorted(scalars)}")
         values = [np.array(scalars[p.name], p.type.numpy)[()] for p in k.scalars]  # type: ignore[union-attr]
         size = (*grid, 1, 1)[:3]
-        self.runtime.launch(entry[1], [b.handle for b in buffers], size, values)
+        for buffer in buffers:
+            buffer.storage.runtime.check_alive()  # a tensor made before a loss
+        runtime.check_alive()
+        runtime.launch(entry[1], [b.handle for b in buffers], size, values)
 
     def launch_flat(
         self, k: Kernel, buffers: Sequence[DeviceArray], threads: int, **scalars: float | int
