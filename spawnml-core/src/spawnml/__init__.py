@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import autograd, dtypes, passes
+from . import autograd, dtypes, nn, optim, passes
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.functions.arith import abs, add, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh
 from .autograd.functions.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne, where
@@ -138,9 +138,11 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "nn",
     "no_grad",
     "ones",
     "ones_like",
+    "optim",
     "passes",
     "permute",
     "pow",

@@ -1,0 +1,9 @@
+"""``spawnml.nn``: modules, initialisation and the functional API, with torch.nn's names."""
+
+from __future__ import annotations
+
+from . import functional, init
+from .modules import *  # noqa: F403  (the layers, listed in modules.__all__)
+from .modules import __all__ as _modules
+
+__all__ = ["functional", "init", *_modules]
