@@ -1,4 +1,8 @@
-"""Model formats: what a format plugin provides, and detection by magic bytes then extension."""
+"""Model formats: what a format plugin provides, and detection by magic bytes then extension.
+
+A model is a file, bytes in memory, or a folder of files (a package such as Core ML's
+``.mlpackage``); folders are recognised by their layout instead of their first bytes.
+"""
 
 from __future__ import annotations
 
@@ -33,18 +37,30 @@ class ModelSource:
         if isinstance(model, bytes | bytearray | memoryview):
             return cls(data=bytes(model))
         path = Path(model)
-        if not path.is_file():
-            raise ModelLoadError(f"model file {str(path)!r} does not exist or is not a file")
+        if not (path.is_file() or path.is_dir()):
+            raise ModelLoadError(f"model {str(path)!r} does not exist or is neither a file nor a folder")
         return cls(path=path)
 
     @property
+    def is_folder(self) -> bool:
+        """Whether the model is a folder of files rather than one file."""
+        return self.path is not None and self.path.is_dir()
+
+    @property
     def size(self) -> int:
-        return self.path.stat().st_size if self.path is not None else len(self.data or b"")
+        """Bytes of the model: of its file, its data, or every regular file in its folder."""
+        if self.path is None:
+            return len(self.data or b"")
+        if self.is_folder:
+            return sum(file.stat().st_size for file in _regular_files(self.path))
+        return self.path.stat().st_size
 
     @property
     def folder(self) -> Path | None:
         """The folder external data must stay inside (None for in-memory models)."""
-        return self.path.resolve().parent if self.path is not None else None
+        if self.path is None:
+            return None
+        return self.path.resolve() if self.is_folder else self.path.resolve().parent
 
     @property
     def suffix(self) -> str:
@@ -54,15 +70,30 @@ class ModelSource:
         return repr(str(self.path)) if self.path is not None else f"<{self.size:,} bytes in memory>"
 
     def head(self, count: int = HEAD_BYTES) -> bytes:
+        """The first bytes of the model (none for a folder)."""
         if self.path is None:
             return (self.data or b"")[:count]
+        if self.is_folder:
+            return b""
         with self.path.open("rb") as file:
             return file.read(count)
 
     def read(self, limits: Limits = DEFAULT_LIMITS) -> bytes:
         """All bytes of the model, refusing files above ``limits.max_file_bytes``."""
+        if self.is_folder:
+            raise ModelLoadError(f"{self.describe()} is a folder; its format plugin reads the files inside")
         limits.check("file size", self.size, limits.max_file_bytes, self.describe())
         return self.path.read_bytes() if self.path is not None else (self.data or b"")
+
+
+def _regular_files(folder: Path) -> list[Path]:
+    """Every regular file under ``folder``, symbolic links not followed."""
+    return [
+        path
+        for root, _, names in os.walk(folder)
+        for path in (Path(root) / name for name in names)
+        if path.is_file() and not path.is_symlink()
+    ]
 
 
 class FormatLoader(ABC):
@@ -77,6 +108,10 @@ class FormatLoader(ABC):
     def sniff(self, head: bytes) -> bool:
         """Whether the first bytes look like this format."""
 
+    def sniff_folder(self, folder: Path) -> bool:
+        """Whether a model given as a folder has this format's layout (packages such as ``.mlpackage``)."""
+        return False
+
     @abstractmethod
     def load(self, source: ModelSource, limits: Limits) -> Graph:
         """Lower the model to a :class:`Graph`; raise :class:`ModelLoadError` subclasses."""
@@ -90,9 +125,12 @@ class FormatLoader(ABC):
 
 
 def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
-    """The loader for ``source``: by magic bytes first, by file extension second."""
+    """The loader for ``source``: by magic bytes (a folder: its layout) first, by extension second."""
     head = source.head()
-    by_magic = [loader for loader in loaders if loader.sniff(head)]
+    if source.is_folder:
+        by_magic = [loader for loader in loaders if loader.sniff_folder(source.path)]
+    else:
+        by_magic = [loader for loader in loaders if loader.sniff(head)]
     by_extension = [loader for loader in loaders if source.suffix in loader.extensions]
     if len(by_magic) == 1:
         return by_magic[0]
@@ -104,10 +142,8 @@ def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
     if by_extension:
         return by_extension[0]
     known = ", ".join(f"{f.name} ({' '.join(f.extensions)})" for f in loaders) or "none installed"
-    raise UnknownFormatError(
-        f"{source.describe()} is not a recognised model file (first bytes {head[:8].hex(' ')}); "
-        f"known formats: {known}"
-    )
+    what = "folder" if source.is_folder else f"file (first bytes {head[:8].hex(' ')})"
+    raise UnknownFormatError(f"{source.describe()} is not a recognised model {what}; known formats: {known}")
 
 
 def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Graph:
