@@ -21,7 +21,7 @@ from spawnml.ops.shapes import as_text, normalize_axis
 from .attention import merge_heads, sigmoid, softmax, split_heads
 from .conv import convolve
 from .elementwise import erf_ufunc
-from .nn_common import compute_dtype, matmul, per_channel, widen
+from .nn_common import compute_dtype, matmul, widen
 from .table import KERNELS
 
 MS = "com.microsoft"
@@ -333,17 +333,29 @@ def _check_fused_conv(node: Node, opset: int) -> str | None:
     return None
 
 
+#: The activations that are a clamp to ``(low, high)``, from their parameters: the convolution
+#: applies them as it writes its output.
+_CLAMPS: dict[str, Callable[..., tuple[float, float]]] = {
+    "Relu": lambda: (0.0, math.inf),
+    "Clip": lambda low, high: (low, high),
+}
+
+
 @KERNELS.register("FusedConv", domain=MS, check=_check_fused_conv)
 def _fused_conv(
     ctx: KernelContext, x: Array, w: Array, b: Array | None = None, z: Array | None = None
 ) -> Array:
     """``activation(Conv(X, W) + B + Z)``."""
-    y = convolve(ctx.attrs, widen(x), w.astype(compute_dtype(x.dtype), copy=False))
-    if b is not None:
-        y = y + per_channel(widen(b), y.ndim)
+    dtype = compute_dtype(x.dtype)
+    name = as_text(ctx.attrs["activation"])
+    activation, defaults = _FUSED[name]
+    params = list(ctx.attrs.get("activation_params") or [])
+    arguments = [dtype.type(value) for value in params + list(defaults[len(params) :])]
+    clamp = _CLAMPS[name](*arguments) if name in _CLAMPS and z is None else None
+    bias = None if b is None else b.astype(dtype, copy=False)
+    y = convolve(ctx.attrs, widen(x), w.astype(dtype, copy=False), bias, clamp)
     if z is not None:
         y = y + widen(z)
-    activation, defaults = _FUSED[as_text(ctx.attrs["activation"])]
-    params = list(ctx.attrs.get("activation_params") or [])
-    arguments = [y.dtype.type(value) for value in params + list(defaults[len(params) :])]
-    return np.ascontiguousarray(activation(y, *arguments), dtype=x.dtype)
+    if clamp is None:
+        y = activation(y, *arguments)
+    return np.ascontiguousarray(y, dtype=x.dtype)

@@ -1,10 +1,16 @@
-"""Convolutions: im2col through a sliding-window view and one GEMM per group (batch folded
-into the columns); depthwise convolution as one multiply-add per kernel tap."""
+"""Convolutions.
+
+2-D float convolutions (and 1-D ones, as 2-D over a height of one) run on the compiled loops
+of :mod:`.loops`: depthwise ones directly, 1x1 ones as one GEMM per group on the input
+itself, the others as im2col + GEMM over tiles of output rows whose patches stay in cache.
+Bias and a clamping activation (FusedConv's Relu and Clip) are applied in the same pass
+that finishes the output. Other ranks and types take the N-d numpy path: im2col through a
+sliding-window view, or one multiply-add per kernel tap when depthwise.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 from spawnml.backend import KernelContext
@@ -13,17 +19,127 @@ from spawnml.ops.shapes import transposed_windows, window_attrs
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
 
+#: Elements of the patch matrix im2col fills at a time (1 MiB of float32: it stays in cache).
+_TILE = 1 << 18
+#: Element types the compiled loops take.
+_COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
-def convolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Grouped N-d cross-correlation of ``x (N, C, *S)`` with ``w (M, C/group, *K)``."""
+
+def convolve(
+    attrs: dict,
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None = None,
+    clamp: tuple[float, float] | None = None,
+) -> np.ndarray:
+    """Grouped N-d cross-correlation of ``x (N, C, *S)`` with ``w (M, C/group, *K)``, plus ``bias (M,)``,
+    limited to ``clamp = (low, high)`` if given (Relu, Clip).
+
+    The result is C-contiguous.
+    """
     group = attrs.get("group", 1)
     kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
     windows = Windows.of(attrs, x.shape[2:], kernel)
+    if len(kernel) in (1, 2) and x.dtype in _COMPILED and w.dtype == x.dtype:
+        lifted = len(kernel) == 1
+        y = _convolve_2d(
+            _lift(windows) if lifted else windows,
+            np.ascontiguousarray(x[:, :, None] if lifted else x),
+            w[:, :, None] if lifted else w,
+            group,
+            bias,
+            clamp,
+        )
+        return y[:, :, 0] if lifted else y
+    y = np.ascontiguousarray(_convolve_nd(windows, x, w, group))
+    if bias is not None:
+        y += per_channel(bias.astype(y.dtype, copy=False), y.ndim)
+    if clamp is not None:
+        np.clip(y, *clamp, out=y)
+    return y
+
+
+def _lift(windows: Windows) -> Windows:
+    """The windows of a 1-D convolution as those of a 2-D one over a height of one."""
+    return Windows(
+        (1, *windows.kernel),
+        (1, *windows.strides),
+        (1, *windows.dilations),
+        (0, *windows.begins),
+        (0, *windows.ends),
+        (1, *windows.out),
+    )
+
+
+def _convolve_2d(
+    windows: Windows,
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    bias: np.ndarray | None,
+    clamp: tuple[float, float] | None,
+) -> np.ndarray:
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops."""
+    from . import loops
+
+    batch, channels = x.shape[:2]
+    outputs = w.shape[0]
+    y = np.empty((batch, outputs, *windows.out), dtype=x.dtype)
+    if y.size == 0:
+        return y
+    shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
+    low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
+    if group == channels and w.shape[1] == 1:
+        weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
+        loops.depthwise_conv2d(
+            x, weights, shift, windows.strides, windows.dilations, windows.begins, low, high, y
+        )
+        return y
+    weights = w.reshape(group, outputs // group, -1)
+    pixels = math.prod(windows.out)
+    pointwise = _is_pointwise(windows, x.shape[2:])
+    for n in range(batch):
+        target = y[n].reshape(group, outputs // group, pixels)
+        if pointwise:
+            grouped_matmul(weights, x[n].reshape(group, -1, pixels), target)
+        else:
+            _im2col_gemm(windows, x[n], weights, target)
+    if bias is not None or clamp is not None:
+        loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high)
+    return y
+
+
+def _im2col_gemm(windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray) -> None:
+    """``y (G, M/G, OH * OW)`` = the convolution of one image ``x (C, H, W)``, as im2col + GEMM over
+    tiles of output rows, so that each tile's patches stay in cache."""
+    from . import loops
+
+    phases, pitch = loops.phases2d(
+        x, windows.kernel, windows.strides, windows.dilations, windows.begins, windows.out
+    )
+    rows, columns = windows.out
+    depth = x.shape[0] * math.prod(windows.kernel)
+    step = max(1, _TILE // (depth * columns))
+    for first in range(0, rows, step):
+        count = min(step, rows - first)
+        cols = np.empty((x.shape[0], *windows.kernel, count, columns), dtype=x.dtype)
+        loops.im2col2d(phases, pitch, windows.dilations, first, cols)
+        span = slice(first * columns, (first + count) * columns)
+        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, count * columns), y[:, :, span])
+
+
+def _is_pointwise(windows: Windows, sizes: tuple[int, ...]) -> bool:
+    """Whether every output pixel reads exactly the input pixel at its place (1x1, stride 1, no pads)."""
+    return windows.kernel == (1, 1) and windows.strides == (1, 1) and windows.out == tuple(sizes)
+
+
+def _convolve_nd(windows: Windows, x: np.ndarray, w: np.ndarray, group: int) -> np.ndarray:
+    """Grouped N-d convolution in numpy, for the ranks and types the compiled loops do not take."""
     if group > 1 and w.shape[1] == 1:
         return _depthwise(windows, x, w, group)
     batch, channels = x.shape[:2]
-    spatial = len(kernel)
-    cols = windows.view(x).reshape(batch, group, channels // group, *windows.out, *kernel)
+    spatial = len(windows.kernel)
+    cols = windows.view(x).reshape(batch, group, channels // group, *windows.out, *windows.kernel)
     # (N, G, C/G, *out, *K) -> (G, C/G, *K, N, *out): the im2col matrix of each group.
     order = (1, 2, *range(3 + spatial, 3 + 2 * spatial), 0, *range(3, 3 + spatial))
     cols = cols.transpose(order).reshape(group, -1, batch * math.prod(windows.out))
@@ -73,19 +189,18 @@ def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.moveaxis(y[(slice(None), slice(None), *crop)], 1, 0)
 
 
-def _float_kernel(
-    operation: Callable[[dict, np.ndarray, np.ndarray], np.ndarray],
-) -> Callable[..., np.ndarray]:
-    """A Conv-style kernel: ``operation`` in the compute type, plus the optional bias."""
-
-    def kernel(ctx: KernelContext, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-        y = operation(ctx.attrs, widen(x), w.astype(compute_dtype(x.dtype), copy=False))
-        if b is not None:
-            y = y + per_channel(b.astype(y.dtype, copy=False), y.ndim)
-        return np.ascontiguousarray(y, dtype=x.dtype)
-
-    return kernel
+@KERNELS.register("Conv")
+def _conv(ctx: KernelContext, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    dtype = compute_dtype(x.dtype)
+    bias = None if b is None else b.astype(dtype, copy=False)
+    return convolve(ctx.attrs, widen(x), w.astype(dtype, copy=False), bias).astype(x.dtype, copy=False)
 
 
-KERNELS.register("Conv")(_float_kernel(convolve))
-KERNELS.register("ConvTranspose")(_float_kernel(deconvolve))
+@KERNELS.register("ConvTranspose")
+def _conv_transpose(
+    ctx: KernelContext, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None
+) -> np.ndarray:
+    y = deconvolve(ctx.attrs, widen(x), w.astype(compute_dtype(x.dtype), copy=False))
+    if b is not None:
+        y = y + per_channel(b.astype(y.dtype, copy=False), y.ndim)
+    return np.ascontiguousarray(y, dtype=x.dtype)

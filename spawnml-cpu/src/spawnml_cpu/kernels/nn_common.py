@@ -38,9 +38,10 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
-def grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a (G, M, K) @ b (G, K, N)`` as one 2-D GEMM per group."""
-    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a, b))
+def grouped_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a (G, M, K) @ b (G, K, N)`` as one 2-D GEMM per group, into ``out`` if given."""
+    if out is None:
+        out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a, b))
     for group in range(a.shape[0]):
         np.matmul(a[group], b[group], out=out[group])
     return out

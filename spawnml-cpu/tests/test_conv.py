@@ -1,0 +1,147 @@
+"""The CPU convolution paths (depthwise, 1x1, tiled im2col + GEMM, 1-D, N-d) against onnxruntime.
+
+Each case is one Conv (or com.microsoft FusedConv) node run unoptimized, so that the kernel
+under test is the one that runs. Tolerances: float32 within rtol 1e-4 / atol 1e-4 (sums of up
+to a thousand products in another order), float64 within 1e-10.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import spawnml
+from onnx import TensorProto, helper
+
+#: (input shape, weight shape, attributes): each exercises one path or edge of the kernel.
+CASES = {
+    "depthwise-3x3": ((1, 32, 28, 28), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+    "depthwise-stride2-asymmetric-multiplier": (
+        (2, 8, 17, 20),
+        (16, 1, 3, 3),
+        {"group": 8, "strides": [2, 2], "pads": [0, 1, 2, 1]},
+    ),
+    "depthwise-5x5-dilated": (
+        (1, 6, 19, 23),
+        (6, 1, 5, 5),
+        {"group": 6, "dilations": [2, 2], "pads": [4, 4, 4, 4]},
+    ),
+    "depthwise-stride3": (
+        (1, 4, 16, 16),
+        (4, 1, 3, 3),
+        {"group": 4, "strides": [3, 3], "pads": [1, 1, 1, 1]},
+    ),
+    "dense-3x3-tiled": ((1, 96, 20, 64), (24, 96, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "dense-grouped-strided-dilated": (
+        (2, 12, 23, 19),
+        (8, 6, 3, 2),
+        {"group": 2, "strides": [3, 2], "dilations": [2, 1], "pads": [2, 0, 1, 3]},
+    ),
+    "pointwise-grouped": ((2, 12, 9, 7), (9, 4, 1, 1), {"group": 3}),
+    "pointwise-strided": ((1, 8, 15, 15), (4, 8, 1, 1), {"strides": [2, 2]}),
+    "same-upper": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "same-lower": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_LOWER"}),
+    "1d": ((2, 6, 50), (10, 6, 5), {"strides": [4], "pads": [2, 1]}),
+    "1d-depthwise": ((1, 6, 40), (6, 1, 3), {"group": 6, "pads": [1, 1]}),
+    "3d": ((1, 4, 6, 7, 5), (3, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
+    "empty-batch": ((0, 4, 8, 8), (4, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
+}
+
+
+def _model(op: str, x_shape, w_shape, attrs: dict, elem: int, domain: str = "") -> bytes:
+    out_channels = w_shape[0]
+    node = helper.make_node(op, ["x", "w", "b"], ["y"], domain=domain, **attrs)
+    graph = helper.make_graph(
+        [node],
+        "conv",
+        [
+            helper.make_tensor_value_info("x", elem, x_shape),
+            helper.make_tensor_value_info("w", elem, w_shape),
+            helper.make_tensor_value_info("b", elem, [out_channels]),
+        ],
+        [helper.make_tensor_value_info("y", elem, None)],
+    )
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString()
+
+
+def _run_both(model: bytes, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    options = spawnml.SessionOptions(graph_optimization_level="disable")
+    (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
+    reference_options = ort.SessionOptions()
+    reference_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model, reference_options, providers=["CPUExecutionProvider"])
+    (reference,) = session.run(None, feeds)
+    return ours, reference
+
+
+def _feeds(x_shape, w_shape, dtype, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal(x_shape).astype(dtype),
+        "w": rng.standard_normal(w_shape).astype(dtype),
+        "b": rng.standard_normal(w_shape[0]).astype(dtype),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conv_matches_onnxruntime(name):
+    x_shape, w_shape, attrs = CASES[name]
+    feeds = _feeds(x_shape, w_shape, np.float32)
+    ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
+    assert ours.shape == reference.shape and ours.dtype == np.float32
+    assert ours.flags.c_contiguous
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
+
+
+def _torch_conv(feeds: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
+    """PyTorch's convolution with ONNX's explicit ``pads`` (begins, then ends)."""
+    import torch
+
+    x, w, b = (torch.from_numpy(feeds[name]) for name in ("x", "w", "b"))
+    rank = x.ndim - 2
+    pads = attrs.get("pads", [0] * 2 * rank)
+    x = torch.nn.functional.pad(
+        x, [p for axis in reversed(range(rank)) for p in (pads[axis], pads[axis + rank])]
+    )
+    conv = (torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d)[rank - 1]
+    stride, dilation = attrs.get("strides", 1), attrs.get("dilations", 1)
+    return conv(x, w, b, stride=stride, dilation=dilation, groups=attrs.get("group", 1)).numpy()
+
+
+@pytest.mark.parametrize(
+    "name", ["depthwise-stride2-asymmetric-multiplier", "dense-grouped-strided-dilated", "1d"]
+)
+def test_float64_conv_matches_pytorch(name):
+    """onnxruntime has no float64 Conv on the CPU; PyTorch's is the reference."""
+    x_shape, w_shape, attrs = CASES[name]
+    feeds = _feeds(x_shape, w_shape, np.float64)
+    model = _model("Conv", x_shape, w_shape, attrs, TensorProto.DOUBLE)
+    (ours,) = spawnml.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    assert ours.dtype == np.float64
+    np.testing.assert_allclose(ours, _torch_conv(feeds, attrs), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("activation", "params"),
+    [("Relu", []), ("Clip", [0.0, 6.0]), ("Clip", [-0.5, 0.25]), ("LeakyRelu", [0.2])],
+)
+@pytest.mark.parametrize("name", ["depthwise-3x3", "dense-3x3-tiled", "pointwise-grouped", "1d"])
+def test_fused_conv_matches_onnxruntime(name, activation, params):
+    """FusedConv applies Relu and Clip as the convolution writes its output; others after it."""
+    x_shape, w_shape, attrs = CASES[name]
+    fused = {**attrs, "activation": activation, **({"activation_params": params} if params else {})}
+    model = _model("FusedConv", x_shape, w_shape, fused, TensorProto.FLOAT, domain="com.microsoft")
+    ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32, seed=1))
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_keeps_nan_where_the_reference_has_it():
+    """A NaN input spreads to exactly the outputs whose windows read it, as in onnxruntime."""
+    for case in ("depthwise-3x3", "dense-3x3-tiled"):
+        x_shape, w_shape, attrs = CASES[case]
+        feeds = _feeds(x_shape, w_shape, np.float32)
+        feeds["x"][0, 3, 10, 10] = np.nan
+        ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
+        np.testing.assert_array_equal(np.isnan(ours), np.isnan(reference))
+        assert np.isnan(ours).any()
