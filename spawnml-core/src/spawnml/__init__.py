@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import autograd, dtypes, nn, optim, passes
+from . import autograd, dtypes, nn, optim, passes, utils
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.functions.arith import abs, add, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh
 from .autograd.functions.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne, where
@@ -165,6 +165,7 @@ __all__ = [
     "transpose",
     "uint8",
     "unsqueeze",
+    "utils",
     "where",
     "zeros",
     "zeros_like",
