@@ -1,0 +1,297 @@
+"""The Core ML loader on models coremltools converts from torch modules, against torch's outputs.
+
+Each module is traced and converted twice, to a neural network (``.mlmodel``) and to an ML
+program (``.mlpackage``, float32 compute precision); SpawnML runs both on the CPU backend and
+must match the torch module on the same seeded input within ``rtol=1e-5, atol=1e-6``: float32
+throughout, summation orders differing between torch and numpy over up to 32 terms (the largest
+error measured is 2.4e-7, on outputs up to 2.9).
+The same files check detection, ``spawnml info`` / ``convert`` and the loader's refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import spawnml
+from spawnml import Limits, ModelLimitError, ModelLoadError, UnsafeExternalDataError, UnsupportedOperatorError
+from spawnml.cli import main
+from spawnml.formats import ModelSource, detect
+from spawnml.plugins import formats
+from spawnml_formats.coreml.protos import proto
+
+torch = pytest.importorskip("torch")
+ct = pytest.importorskip("coremltools")
+
+RTOL, ATOL = 1e-5, 1e-6
+TARGETS = ("neuralnetwork", "mlprogram")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden, self.out = torch.nn.Linear(10, 32), torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return torch.sigmoid(self.out(torch.relu(self.hidden(x))))
+
+
+class CNN(torch.nn.Module):
+    """conv -> batchnorm -> relu -> max pool -> batchnorm -> avg pool -> flatten -> linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn, self.pooled_bn = torch.nn.BatchNorm2d(8), torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8 * 2 * 2, 5)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        x = torch.nn.functional.avg_pool2d(self.pooled_bn(x), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class Attention(torch.nn.Module):
+    """layernorm -> single-head attention (matmul, softmax) -> residual -> gelu feed-forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(16)
+        self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
+        self.ff = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.norm(x)
+        weights = torch.softmax(self.q(h) @ self.k(h).transpose(1, 2) / 4, dim=-1)
+        x = x + weights @ self.v(h)
+        return x + torch.nn.functional.gelu(self.ff(x))
+
+
+MODULES = {"mlp": (MLP, (2, 10)), "cnn": (CNN, (2, 3, 8, 8)), "attention": (Attention, (2, 5, 16))}
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A module's converted files, its input and torch's output on it."""
+
+    files: dict[str, Path]
+    feed: np.ndarray
+    expected: np.ndarray
+
+
+def _randomise_batchnorms(module: torch.nn.Module, rng: np.random.Generator) -> None:
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.BatchNorm2d):
+            channels = layer.num_features
+            layer.running_mean.copy_(torch.from_numpy(rng.standard_normal(channels).astype(np.float32)))
+            layer.running_var.copy_(torch.from_numpy(rng.uniform(0.5, 2, channels).astype(np.float32)))
+            layer.weight.data.copy_(torch.from_numpy(rng.uniform(0.5, 1.5, channels).astype(np.float32)))
+
+
+def convert(module: torch.nn.Module, shape: tuple[int, ...], folder: Path, name: str) -> dict[str, Path]:
+    """``module`` traced and converted to a neural network and to an ML program, saved under ``folder``."""
+    traced = torch.jit.trace(module, torch.zeros(shape))
+    files = {}
+    for target in TARGETS:
+        options = {"compute_precision": ct.precision.FLOAT32} if target == "mlprogram" else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = ct.convert(
+                traced,
+                inputs=[ct.TensorType(name="x", shape=shape)],
+                convert_to=target,
+                minimum_deployment_target=ct.target.iOS15 if target == "mlprogram" else None,
+                **options,
+            )
+        files[target] = folder / f"{name}.{'mlpackage' if target == 'mlprogram' else 'mlmodel'}"
+        model.save(str(files[target]))
+    return files
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Converted]:
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    folder = tmp_path_factory.mktemp("coreml")
+    models = {}
+    for index, (name, (cls, shape)) in enumerate(MODULES.items()):
+        torch.manual_seed(index)
+        rng = np.random.default_rng(index)
+        module = cls().eval()
+        _randomise_batchnorms(module, rng)
+        feed = rng.standard_normal(shape).astype(np.float32)
+        with torch.no_grad():
+            expected = module(torch.from_numpy(feed)).numpy()
+        models[name] = Converted(convert(module, shape, folder, name), feed, expected)
+    return models
+
+
+def run(path: Path | bytes, feed: np.ndarray) -> np.ndarray:
+    session = spawnml.InferenceSession(path, providers=["cpu"])
+    (source,) = session.get_inputs()
+    (output,) = session.run(None, {source.name: feed})
+    return output
+
+
+# -- against torch -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", MODULES)
+def test_cpu_matches_torch(converted: dict[str, Converted], name: str, target: str) -> None:
+    model = converted[name]
+    np.testing.assert_allclose(run(model.files[target], model.feed), model.expected, rtol=RTOL, atol=ATOL)
+
+
+def test_lowered_operators(converted: dict[str, Converted]) -> None:
+    """Batchnorm, layer norm, attention and pooling stay themselves, so the models test them."""
+    ops = {
+        (name, target): {node.op_type for node in spawnml.load(path).nodes}
+        for name, model in converted.items()
+        for target, path in model.files.items()
+    }
+    assert {"Conv", "MaxPool", "AveragePool", "BatchNormalization"} <= ops["cnn", "mlprogram"]
+    assert {"Conv", "MaxPool", "AveragePool", "Mul", "Add"} <= ops["cnn", "neuralnetwork"]
+    assert {"LayerNormalization", "MatMul", "Softmax", "Gelu"} <= ops["attention", "mlprogram"]
+    assert {"ReduceMean", "MatMul", "Softmax", "Gelu"} <= ops["attention", "neuralnetwork"]
+
+
+def test_model_file_inside_package_reads_its_weights(converted: dict[str, Converted]) -> None:
+    model = converted["cnn"]
+    inner = model.files["mlprogram"] / "Data" / "com.apple.CoreML" / "model.mlmodel"
+    np.testing.assert_allclose(run(inner, model.feed), model.expected, rtol=RTOL, atol=ATOL)
+
+
+# -- detection ---------------------------------------------------------------------------------
+
+
+def test_detected_by_content_not_name(converted: dict[str, Converted], tmp_path: Path) -> None:
+    model = converted["mlp"]
+    data = model.files["neuralnetwork"].read_bytes()
+    np.testing.assert_allclose(run(data, model.feed), model.expected, rtol=RTOL, atol=ATOL)
+    renamed = tmp_path / "weights.bin"
+    renamed.write_bytes(data)
+    assert detect(ModelSource.of(renamed), list(formats().values())).name == "coreml"
+    package = tmp_path / "renamed"
+    shutil.copytree(model.files["mlprogram"], package)
+    assert detect(ModelSource.of(package), list(formats().values())).name == "coreml"
+
+
+def test_onnx_and_coreml_do_not_claim_each_other(converted: dict[str, Converted]) -> None:
+    from onnx import TensorProto, helper
+    from spawnml_formats.coreml.sniff import looks_like_coreml
+    from spawnml_formats.onnx.sniff import looks_like_onnx
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    onnx_head = helper.make_model(graph, producer_name="backend-test").SerializeToString()[:64]
+    assert looks_like_onnx(onnx_head) and not looks_like_coreml(onnx_head)
+    coreml_head = converted["attention"].files["neuralnetwork"].read_bytes()[:64]
+    assert looks_like_coreml(coreml_head) and not looks_like_onnx(coreml_head)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def _copy_package(converted: dict[str, Converted], folder: Path) -> Path:
+    package = folder / "copy.mlpackage"
+    shutil.copytree(converted["mlp"].files["mlprogram"], package)
+    return package
+
+
+def test_program_bytes_without_their_package_are_refused(converted: dict[str, Converted]) -> None:
+    inner = converted["mlp"].files["mlprogram"] / "Data" / "com.apple.CoreML" / "model.mlmodel"
+    with pytest.raises(ModelLoadError, match=r"keeps weights in '@model_path/weights/weight.bin'"):
+        spawnml.load(inner.read_bytes())
+
+
+def test_manifest_pointing_outside_the_package_is_refused(converted, tmp_path: Path) -> None:
+    package = _copy_package(converted, tmp_path)
+    manifest = json.loads((package / "Manifest.json").read_text())
+    root = manifest["rootModelIdentifier"]
+    manifest["itemInfoEntries"][root]["path"] = "../../outside.mlmodel"
+    (package / "Manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "outside.mlmodel").write_bytes(converted["mlp"].files["neuralnetwork"].read_bytes())
+    with pytest.raises(UnsafeExternalDataError, match="outside its folder"):
+        spawnml.load(package)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: data[:200], "past the file|outside the"),
+        (lambda data: data[:64] + b"\0" * (len(data) - 64), "no blob record there"),
+        (lambda data: data[:4] + b"\1\0\0\0" + data[8:], "blob storage version 1"),
+    ],
+)
+def test_damaged_weight_file_is_refused(converted, tmp_path: Path, damage, message: str) -> None:
+    package = _copy_package(converted, tmp_path)
+    weights = package / "Data" / "com.apple.CoreML" / "weights" / "weight.bin"
+    weights.write_bytes(damage(weights.read_bytes()))
+    with pytest.raises(ModelLoadError, match=message):
+        spawnml.load(package)
+
+
+def test_limits_bound_layers_and_operations(converted: dict[str, Converted]) -> None:
+    for path in converted["cnn"].files.values():
+        with pytest.raises(ModelLimitError, match="node count"):
+            spawnml.load(path, Limits(max_nodes=3))
+
+
+def test_unmapped_operation_is_refused_by_name(converted, tmp_path: Path) -> None:
+    """A MIL ``topk`` (no lowering here) loads as a coreml.mil node, which sessions refuse."""
+    package = _copy_package(converted, tmp_path)
+    path = package / "Data" / "com.apple.CoreML" / "model.mlmodel"
+    model = proto("Model_pb2").Model()
+    model.ParseFromString(path.read_bytes())
+    block = model.mlProgram.functions["main"].block_specializations["CoreML5"]
+    relu = next(op for op in block.operations if op.type == "relu")
+    relu.type = "topk"
+    path.write_bytes(model.SerializeToString())
+    graph = spawnml.load(package)
+    assert ("coreml.mil", "topk") in graph.op_counts()
+    with pytest.raises(UnsupportedOperatorError, match=r"coreml.mil::topk \(opset 1, 1 node\)"):
+        spawnml.InferenceSession(package, providers=["cpu"])
+
+
+def test_models_without_a_graph_are_refused_by_kind() -> None:
+    spec = proto("Model_pb2")
+    model = spec.Model(specificationVersion=4)
+    feature = model.description.input.add(name="x")
+    feature.type.multiArrayType.shape.append(3)
+    feature.type.multiArrayType.dataType = 65568
+    model.glmRegressor.offset.append(1.0)
+    with pytest.raises(ModelLoadError, match="is a Core ML glmRegressor; SpawnML reads neural networks"):
+        spawnml.load(model.SerializeToString())
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def test_info_describes_package(converted, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", str(converted["attention"].files["mlprogram"]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["format"] == "coreml"
+    assert report["metadata"]["coreml_model_type"] == "mlProgram"
+    assert report["inputs"] == [{"name": "x", "type": "tensor(float)", "shape": [2, 5, 16]}]
+    assert all(op["backends"]["cpu"] for op in report["operators"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_convert_to_onnx_matches_torch_on_onnxruntime(converted, tmp_path: Path, target: str) -> None:
+    model = converted["cnn"]
+    out = tmp_path / "cnn.onnx"
+    assert main(["convert", str(model.files[target]), str(out)]) == 0
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    (result,) = session.run(None, {session.get_inputs()[0].name: model.feed})
+    np.testing.assert_allclose(result, model.expected, rtol=RTOL, atol=ATOL)
