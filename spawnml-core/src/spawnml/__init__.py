@@ -60,6 +60,14 @@ from .errors import (
 )
 from .formats import load
 from .limits import Limits
+from .serialization import (
+    get_rng_state,
+    load_checkpoint,
+    load_safetensors,
+    save_checkpoint,
+    save_safetensors,
+    set_rng_state,
+)
 from .session import InferenceSession, NodeArg, SessionOptions
 from .tensor import Tensor
 
@@ -112,6 +120,7 @@ __all__ = [
     "full",
     "full_like",
     "ge",
+    "get_rng_state",
     "gt",
     "int8",
     "int16",
@@ -121,6 +130,8 @@ __all__ = [
     "isnan",
     "le",
     "load",
+    "load_checkpoint",
+    "load_safetensors",
     "log",
     "log_softmax",
     "logical_and",
@@ -152,7 +163,10 @@ __all__ = [
     "randperm",
     "relu",
     "reshape",
+    "save_checkpoint",
+    "save_safetensors",
     "set_grad_enabled",
+    "set_rng_state",
     "sigmoid",
     "softmax",
     "sqrt",

@@ -1,0 +1,107 @@
+"""Checkpoints: module weights exchanged with torch through SafeTensors files (outputs equal to
+float32 rounding, 1e-6), and full training states from which training resumes bit-exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import spawnml
+import spawnml.nn as nn
+import spawnml.nn.functional as F
+from safetensors.torch import load_file as torch_load_file
+from safetensors.torch import save_file as torch_save_file
+from spawnml.optim import Adam, lr_scheduler
+from spawnml.utils.data import DataLoader, TensorDataset
+
+from .torch_parity import torch
+
+RTOL, ATOL = 1e-6, 1e-6
+rng = np.random.default_rng(11)
+X = rng.standard_normal((24, 6)).astype(np.float32)
+Y = rng.integers(0, 3, 24)
+
+
+def _mlp(lib):
+    return lib.Sequential(lib.Linear(6, 8), lib.ReLU(), lib.Linear(8, 3))
+
+
+def test_torch_weights_load_through_safetensors_and_back(tmp_path):
+    theirs = _mlp(torch.nn)
+    torch_save_file(theirs.state_dict(), tmp_path / "torch.safetensors")
+    ours = _mlp(nn)
+    ours.load_state_dict(spawnml.load_safetensors(tmp_path / "torch.safetensors"))
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            ours(spawnml.tensor(X)).detach().numpy(), theirs(torch.tensor(X)).numpy(), RTOL, ATOL
+        )
+
+    optimizer = Adam(ours.parameters(), lr=0.1)  # move away from torch's weights, then send them back
+    F.cross_entropy(ours(spawnml.tensor(X)), spawnml.tensor(Y)).backward()
+    optimizer.step()
+    spawnml.save_safetensors(ours.state_dict(), tmp_path / "ours.safetensors")
+    theirs.load_state_dict(torch_load_file(tmp_path / "ours.safetensors"))
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            ours(spawnml.tensor(X)).detach().numpy(), theirs(torch.tensor(X)).numpy(), RTOL, ATOL
+        )
+
+
+def _training(seed: int):
+    spawnml.manual_seed(seed)
+    model = _mlp(nn)
+    optimizer = Adam(model.parameters(), lr=0.05, amsgrad=True)
+    scheduler = lr_scheduler.CosineAnnealingLR(optimizer, T_max=4)
+    loader = DataLoader(TensorDataset(spawnml.tensor(X), spawnml.tensor(Y)), batch_size=8, shuffle=True)
+    return model, optimizer, scheduler, loader
+
+
+def _train(model, optimizer, scheduler, loader, epochs: int) -> list[float]:
+    losses = []
+    for _ in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        scheduler.step()
+    return losses
+
+
+def test_training_resumes_bit_exactly(tmp_path):
+    straight = _training(0)
+    expected = _train(*straight, epochs=2)  # 6 steps: 3 batches an epoch
+
+    model, optimizer, scheduler, loader = _training(0)
+    first = _train(model, optimizer, scheduler, loader, epochs=1)
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": spawnml.get_rng_state(),
+        "epoch": 1,
+    }
+    spawnml.save_checkpoint(state, tmp_path / "checkpoint.safetensors")
+
+    model, optimizer, scheduler, loader = _training(1)  # fresh objects, other weights and RNG state
+    saved = spawnml.load_checkpoint(tmp_path / "checkpoint.safetensors")
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    spawnml.set_rng_state(saved["rng"])
+    assert saved["epoch"] == 1
+    rest = _train(model, optimizer, scheduler, loader, epochs=1)
+
+    assert first + rest == expected
+    for (name, mine), reference in zip(
+        model.state_dict().items(), straight[0].state_dict().values(), strict=True
+    ):
+        np.testing.assert_array_equal(mine.numpy(), reference.numpy(), err_msg=name)
+
+
+def test_checkpoint_refusals(tmp_path):
+    spawnml.save_safetensors({"w": spawnml.ones(2)}, tmp_path / "plain.safetensors")
+    with pytest.raises(spawnml.InvalidArgumentError, match="not a spawnml checkpoint"):
+        spawnml.load_checkpoint(tmp_path / "plain.safetensors")
+    with pytest.raises(spawnml.InvalidArgumentError, match="not function"):
+        spawnml.save_checkpoint({"fn": lambda: 0}, tmp_path / "bad.safetensors")
