@@ -44,6 +44,7 @@ FLOAT_UNARY = {
     "Celu": 12,
     "ThresholdedRelu": 10,
     "Gelu": 20,
+    "Shrink": 9,
 }
 
 

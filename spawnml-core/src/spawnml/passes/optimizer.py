@@ -7,7 +7,9 @@
   Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
   SkipLayerNormalization. A fused operator is only introduced where a provider of the
   session runs it.
-- ``all``: ``extended``; layout-changing passes will join here.
+- ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
+  become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes
+  will join here.
 
 Passes rewrite the top-level graph; subgraph bodies are left as they are. Graph inputs,
 outputs, their names, types and shapes never change.
@@ -28,6 +30,7 @@ from .context import PassContext
 from .conv_activation import fuse_conv_activation
 from .conv_folding import fold_into_conv
 from .dead_nodes import eliminate_dead_nodes
+from .elementwise_fusion import fuse_elementwise
 from .eliminate import eliminate_no_ops
 from .gelu import fuse_gelu
 from .layer_norm import fuse_layer_norm
@@ -75,6 +78,8 @@ EXTENDED_PASSES: tuple[Pass, ...] = (
     fuse_skip_layer_norm,
 )
 
+ALL_PASSES: tuple[Pass, ...] = (fuse_elementwise,)
+
 
 def optimize(
     graph: Graph,
@@ -98,6 +103,8 @@ def optimize(
     _until_stable(work, ctx, BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
         _until_stable(work, ctx, EXTENDED_PASSES + BASIC_PASSES)
+    if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
+        _until_stable(work, ctx, ALL_PASSES)
     return work
 
 

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (registration by import)
     contrib,
     control,
     elementwise,
+    fused,
     loss,
     misc,
     ml,

@@ -1,0 +1,287 @@
+"""Elementwise-chain fusion: ai.spawnml::FusedElementwise keeps results and cuts launches.
+
+Every graph is run fused (level ``all``) and unfused (``disable``) on each provider, and
+against onnxruntime. Tolerances: float32 chains of a few operators agree within
+``rtol=1e-5, atol=1e-6`` on the CPU (numba, the same float32 operations as numpy) and within
+``rtol=1e-4, atol=1e-5`` on the GPU backends (their exp, log, tanh and trigonometric functions
+are a few ulp off, more than numpy's); the real model within its stated tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import spawnml
+from onnx import TensorProto, helper, numpy_helper
+from spawnml import plugins
+from spawnml.errors import SpawnMLError
+from spawnml.session import SessionOptions
+from spawnml_models.reference_models import REFERENCE_MODELS
+
+from tests.model_files import require
+
+FLOAT = TensorProto.FLOAT
+RNG = np.random.default_rng(11)
+TOLERANCE = {"cpu": (1e-5, 1e-6), "webgpu": (1e-4, 1e-5), "opencl": (1e-4, 1e-5)}
+
+
+def available(name: str) -> str:
+    backend = plugins.backends().get(name)
+    if backend is None:
+        pytest.skip(f"{name} is not installed")
+    status = backend.availability()
+    if not status.available:
+        pytest.skip(f"{name}: {status.reason}")
+    return name
+
+
+@pytest.fixture(params=["cpu", "webgpu", "opencl"])
+def provider(request) -> str:
+    return available(request.param)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset: int = 17) -> bytes:
+    graph = helper.make_graph(nodes, "chain", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def tensor(name: str, *shape: int, elem: int = FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+def session(data: bytes, provider: str, level: str = "all") -> spawnml.InferenceSession:
+    return spawnml.InferenceSession(
+        data, SessionOptions(graph_optimization_level=level), providers=[provider]
+    )
+
+
+def chains(s: spawnml.InferenceSession) -> list[list[str]]:
+    """The operators of each fused node, in graph order."""
+    return [
+        [step[0] for step in json.loads(node.attrs["chain"])]
+        for node in s.graph.nodes
+        if node.op_type == "FusedElementwise"
+    ]
+
+
+def assert_fused_results(
+    data: bytes, feeds: dict[str, np.ndarray], provider: str
+) -> spawnml.InferenceSession:
+    """The fused session agrees with the unfused one and with onnxruntime; returns the fused one."""
+    fused = session(data, provider)
+    want = session(data, provider, "disable").run(None, feeds)
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    rtol, atol = TOLERANCE[provider]
+    for got in fused.run(None, feeds):
+        for theirs in (want[0], reference[0]):
+            assert got.dtype == theirs.dtype and got.shape == theirs.shape
+            np.testing.assert_allclose(got, theirs, rtol=rtol, atol=atol)
+    return fused
+
+
+def swish_graph() -> bytes:
+    """``y = a * b + c; y * sigmoid(y)``: a tree whose shared value ``y`` is read only inside it."""
+    nodes = [
+        helper.make_node("Mul", ["a", "b"], ["ab"]),
+        helper.make_node("Add", ["ab", "c"], ["y"]),
+        helper.make_node("Sigmoid", ["y"], ["s"]),
+        helper.make_node("Mul", ["y", "s"], ["out"]),
+    ]
+    inputs = [tensor("a", 2, 3, 4), tensor("b", 4), tensor("c", 2, 1, 1)]
+    return model(nodes, inputs, [tensor("out", 2, 3, 4)])
+
+
+def swish_feeds() -> dict[str, np.ndarray]:
+    return {
+        "a": RNG.standard_normal((2, 3, 4)).astype(np.float32),
+        "b": RNG.standard_normal(4).astype(np.float32),
+        "c": RNG.standard_normal((2, 1, 1)).astype(np.float32),
+    }
+
+
+def test_a_broadcasting_tree_becomes_one_node(provider):
+    fused = assert_fused_results(swish_graph(), swish_feeds(), provider)
+    assert chains(fused) == [["Mul", "Add", "Sigmoid", "Mul"]]
+    assert [node.op_type for node in fused.graph.nodes] == ["FusedElementwise"]
+
+
+def test_hard_swish_as_exported_with_constant_clip_bounds(provider):
+    """PP-OCR's spelling of HardSwish: ``x * clip(x + 3, 0, 6) / 6``, bounds as initializers."""
+    constants = [
+        numpy_helper.from_array(np.float32(v), n) for n, v in (("three", 3), ("zero", 0), ("six", 6))
+    ]
+    nodes = [
+        helper.make_node("Add", ["x", "three"], ["shifted"]),
+        helper.make_node("Clip", ["shifted", "zero", "six"], ["clipped"]),
+        helper.make_node("Mul", ["x", "clipped"], ["scaled"]),
+        helper.make_node("Div", ["scaled", "six"], ["y"]),
+    ]
+    data = model(nodes, [tensor("x", 4, 50)], [tensor("y", 4, 50)], constants)
+    x = (RNG.standard_normal((4, 50)) * 4).astype(np.float32)
+    fused = assert_fused_results(data, {"x": x}, provider)
+    assert chains(fused) == [["Add", "Clip", "Mul", "Div"]]
+
+
+ACTIVATIONS = [
+    ("LeakyRelu", {"alpha": 0.2}, 17),
+    ("Elu", {"alpha": 0.7}, 17),
+    ("Selu", {}, 17),
+    ("Celu", {"alpha": 1.5}, 17),
+    ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 17),
+    ("HardSwish", {}, 17),
+    ("Softplus", {}, 17),
+    ("Softsign", {}, 17),
+    ("Mish", {}, 18),
+    ("Gelu", {}, 20),
+    ("Gelu", {"approximate": "tanh"}, 20),
+    ("ThresholdedRelu", {"alpha": 0.5}, 17),
+    ("Shrink", {"bias": 0.3, "lambd": 0.8}, 17),
+    ("Relu", {}, 17),
+    ("Tanh", {}, 17),
+    ("Erf", {}, 17),
+    ("Exp", {}, 17),
+    ("Sin", {}, 17),
+    ("Cos", {}, 17),
+    ("Atan", {}, 17),
+    ("Sinh", {}, 17),
+    ("Asinh", {}, 17),
+    ("Floor", {}, 17),
+    ("Ceil", {}, 17),
+    ("Round", {}, 17),
+    ("Sign", {}, 17),
+    ("Abs", {}, 17),
+    ("Neg", {}, 17),
+]
+
+
+@pytest.mark.parametrize(("op", "attrs", "opset"), ACTIVATIONS, ids=lambda v: str(v))
+def test_each_operator_inside_a_chain(provider, op, attrs, opset):
+    """``op(x * w) + x`` fuses into one node; rounding ties of Round are included."""
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["xw"]),
+        helper.make_node(op, ["xw"], ["act"], **attrs),
+        helper.make_node("Add", ["act", "x"], ["y"]),
+    ]
+    w = numpy_helper.from_array(np.float32(1.5), "w")
+    data = model(nodes, [tensor("x", 3, 40)], [tensor("y", 3, 40)], [w], opset)
+    x = (RNG.standard_normal((3, 40)) * 2).astype(np.float32)
+    x[0, :8] = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0, 1 / 3, -1 / 3], np.float32) / 1.5  # ties after * 1.5
+    fused = assert_fused_results(data, {"x": x}, provider)
+    assert chains(fused) == [["Mul", op, "Add"]]
+
+
+def test_nan_propagates_through_max_min_and_clip(provider):
+    nodes = [
+        helper.make_node("Max", ["a", "b"], ["high"]),
+        helper.make_node("Min", ["high", "c"], ["low"]),
+        helper.make_node("Clip", ["low", "", "cap"], ["y"]),
+    ]
+    cap = numpy_helper.from_array(np.float32(0.5), "cap")
+    data = model(nodes, [tensor("a", 6), tensor("b", 6), tensor("c", 6)], [tensor("y", 6)], [cap])
+    a = np.array([np.nan, 1, -1, np.inf, 0.25, -np.inf], np.float32)
+    b = np.array([0, np.nan, 2, 1, -3, 0], np.float32)
+    c = np.array([1, 1, np.nan, 2, 0.1, -1], np.float32)
+    fused = assert_fused_results(data, {"a": a, "b": b, "c": c}, provider)
+    assert chains(fused) == [["Max", "Min", "Clip"]]
+
+
+def test_pow_with_integer_exponents_of_negative_bases(provider):
+    nodes = [helper.make_node("Pow", ["x", "e"], ["p"]), helper.make_node("Sub", ["p", "x"], ["y"])]
+    data = model(nodes, [tensor("x", 8), tensor("e", 8)], [tensor("y", 8)])
+    x = np.array([-2, -2, -1.5, 0, 0, 3, -3, 2], np.float32)
+    e = np.array([2, 3, 2, 0, 2, 0.5, 0, -1], np.float32)
+    fused = assert_fused_results(data, {"x": x, "e": e}, provider)
+    assert chains(fused) == [["Pow", "Sub"]]
+
+
+def test_values_read_outside_the_chain_or_not_float32_stay_unfused(provider):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Neg", ["r"], ["n"]),  # r is read twice, once outside the chain
+        helper.make_node("Exp", ["n"], ["y"]),
+        helper.make_node("Add", ["r", "n"], ["z"]),  # n is read by Exp and here
+        helper.make_node("Abs", ["i"], ["ia"]),
+        helper.make_node("Neg", ["ia"], ["j"]),  # int32: not fused
+    ]
+    int32 = TensorProto.INT32
+    data = model(
+        nodes,
+        [tensor("x", 5), tensor("i", 5, elem=int32)],
+        [tensor("y", 5), tensor("z", 5), tensor("j", 5, elem=int32)],
+    )
+    feeds = {"x": RNG.standard_normal(5).astype(np.float32), "i": np.arange(-2, 3, dtype=np.int32)}
+    fused = session(data, provider)
+    assert [node.op_type for node in fused.graph.nodes] == ["Relu", "Neg", "Exp", "Add", "Abs", "Neg"]
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, want in zip(fused.run(None, feeds), reference, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_intermediate_graph_output_ends_the_chain():
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["s", "x"], ["y"])]
+    data = model(nodes, [tensor("x", 4)], [tensor("s", 4), tensor("y", 4)])
+    assert [node.op_type for node in session(data, "cpu").graph.nodes] == ["Sigmoid", "Mul"]
+
+
+def test_a_malformed_chain_is_refused_clearly():
+    node = helper.make_node(
+        "FusedElementwise", ["x"], ["y"], domain="ai.spawnml", chain='[["Nope",[0],"float32",{}]]'
+    )
+    graph = helper.make_graph([node], "g", [tensor("x", 3)], [tensor("y", 3)])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.spawnml", 1)]
+    data = helper.make_model(graph, opset_imports=opsets).SerializeToString()
+    s = spawnml.InferenceSession(data, providers=["cpu"])
+    with pytest.raises(SpawnMLError, match="unknown operator 'Nope'"):
+        s.run(None, {"x": np.zeros(3, np.float32)})
+
+
+def count_launches(monkeypatch, backend_name: str) -> list[str]:
+    """Every program launched on ``backend_name`` from now on, by kernel name."""
+    runtime = plugins.backends()[backend_name].runtime
+    launched: list[str] = []
+    launch = runtime.launch
+
+    def counting(program, *args, **kwargs):
+        launched.append(program)
+        return launch(program, *args, **kwargs)
+
+    monkeypatch.setattr(runtime, "launch", counting)
+    return launched
+
+
+@pytest.mark.parametrize("gpu", ["webgpu", "opencl"])
+def test_fusion_cuts_gpu_launches(monkeypatch, gpu):
+    available(gpu)
+    data, feeds = swish_graph(), swish_feeds()
+    plain, fused = session(data, gpu, "extended"), session(data, gpu)
+    launched = count_launches(monkeypatch, gpu)
+    plain.run(None, feeds)
+    before = len(launched)
+    fused.run(None, feeds)
+    assert (before, len(launched) - before) == (4, 1)
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("gpu", ["webgpu", "opencl"])
+def test_pp_ocr_recogniser_fused_on_the_gpu_matches_onnxruntime(monkeypatch, gpu):
+    """PP-OCRv4 rec's exported HardSwish and swish chains, fused: one launch less per node removed."""
+    available(gpu)
+    reference_model = next(m for m in REFERENCE_MODELS if m.name == "pp-ocrv4-rec")
+    path = require(reference_model.path)
+    feeds = {"x": RNG.random((1, 3, 48, 160), dtype=np.float32)}
+    plain, fused = session(path, gpu, "extended"), session(path, gpu)
+    assert chains(fused).count(["Add", "Clip", "Mul", "Div", "Mul", "Add"]) == 28
+    (want,) = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    launched = count_launches(monkeypatch, gpu)
+    counts = []
+    for s in (plain, fused):
+        start = len(launched)
+        (got,) = s.run(None, feeds)
+        counts.append(len(launched) - start)
+        np.testing.assert_allclose(got, want, rtol=reference_model.rtol, atol=reference_model.atol)
+    print(f"{gpu}: {counts[0]} launches unfused, {counts[1]} fused")
+    assert counts[0] - counts[1] == len(plain.graph.nodes) - len(fused.graph.nodes) > 150
