@@ -11,6 +11,7 @@ import safetensors.numpy
 from gguf import GGUFWriter
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.fuzz.graphdef_files import graphdef_seed
 from tests.hostile.container_files import tflite_model
 from tests.hostile.torch_files import archive, legacy, state_dict, tensor
 
@@ -73,4 +74,5 @@ SEEDS: dict[str, Callable[[], bytes]] = {
     "tflite": tflite_model,
     "torch-zip": torch_zip_seed,
     "torch-legacy": torch_legacy_seed,
+    "tensorflow": graphdef_seed,
 }

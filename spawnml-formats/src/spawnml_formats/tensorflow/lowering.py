@@ -101,21 +101,34 @@ class Op:
             )
         return self.inputs[position]
 
-    def attr(self, key: str, default: Any = None) -> Any:
-        """An attribute as a Python value (strings decoded, lists as lists), or ``default``."""
+    def attr(self, key: str, default: Any = None, kind: str | None = None) -> Any:
+        """An attribute as a Python value (strings decoded, lists as lists), or ``default``.
+
+        The attribute must be of ``kind`` (an ``AttrValue`` field name) or of ``default``'s type.
+        """
         if key not in self.node.attr:
             return default
         value = self.node.attr[key]
-        kind = value.WhichOneof("value")
-        if kind == "s":
-            return value.s.decode("utf-8", "replace")
-        if kind == "list":
+        found = value.WhichOneof("value")
+        if found == "s":
+            result = value.s.decode("utf-8", "replace")
+        elif found == "list":
+            result = []
             for field in ("i", "f", "s", "b", "type"):
                 items = list(getattr(value.list, field))
                 if items:
-                    return [item.decode("utf-8", "replace") for item in items] if field == "s" else items
-            return []
-        return default if kind is None else getattr(value, kind)
+                    result = [item.decode("utf-8", "replace") for item in items] if field == "s" else items
+                    break
+        else:
+            result = default if found is None else getattr(value, found)
+        if (kind is not None and found != kind) or (
+            default is not None and not isinstance(result, type(default))
+        ):
+            expected = kind or type(default).__name__
+            raise ModelLoadError(
+                f"{self.type} node {self.name!r} has attribute {key!r} of kind {found}, not {expected}"
+            )
+        return result
 
 
 class Lowering:
@@ -272,15 +285,15 @@ class Lowering:
     def placeholder(self, op: Op) -> None:
         """A ``Placeholder`` as a graph input, its unknown dims as None."""
         where = f"Placeholder {op.name!r} of {self.described}"
-        shape = dims(op.attr("shape"), where) if op.attr("shape") is not None else None
+        shape = dims(op.attr("shape", kind="shape"), where) if "shape" in op.node.attr else None
         if shape is not None:
             shape = tuple(None if dim < 0 else dim for dim in shape)
         self.tensors[op.name] = Tensor(tf=self._claim(op.name))
-        self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0), where), shape))
+        self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), where), shape))
 
     def const(self, op: Op) -> None:
         """A ``Const``, decoded when something first reads it."""
-        proto = op.attr("value")
+        proto = op.attr("value", kind="tensor")
         if proto is None:
             raise ModelLoadError(f"{self.described}: Const node {op.name!r} has no value")
         self.tensors[op.name] = Tensor(proto=proto)
@@ -406,7 +419,6 @@ def output_type(op: Op, name: str) -> np.dtype | None:
     if op.type in BOOLEAN_OUTPUTS:
         return np.dtype(np.bool_)
     for key in ("DstT", "out_type", "output_type", "dtype", "T"):
-        code = op.attr(key)
-        if isinstance(code, int):
-            return element_type(code, f"output {name!r}")
+        if key in op.node.attr:
+            return element_type(op.attr(key, kind="type"), f"output {name!r}")
     return None

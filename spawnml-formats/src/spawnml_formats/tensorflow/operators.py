@@ -29,7 +29,7 @@ INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
 def _dtype(op: Op, key: str = "T") -> np.dtype:
-    return element_type(op.attr(key, 1), f"{op.type} node {op.name!r}")
+    return element_type(op.attr(key, 1, "type"), f"{op.type} node {op.name!r}")
 
 
 def _scalar(lw: Lowering, op: Op, value: float) -> str:
@@ -62,9 +62,11 @@ def _int64(lw: Lowering, name: str, what: str) -> str:
 
 def _four(op: Op, key: str, default: list[int]) -> list[int]:
     values = op.attr(key, default)
-    if len(values) != 4:
-        raise ModelLoadError(f"{op.type} node {op.name!r} has {key} {values}; four values are needed")
-    return [int(value) for value in values]
+    if len(values) != 4 or not all(isinstance(value, int) and value >= 1 for value in values):
+        raise ModelLoadError(
+            f"{op.type} node {op.name!r} has {key} {values}; four positive integers are needed"
+        )
+    return values
 
 
 def _spatial_axes(op: Op) -> tuple[str, list[int]]:
@@ -641,4 +643,7 @@ def lower_operator(lw: Lowering, op: Op, outputs: int) -> None:
             return
         except NotExpressible:
             lw.rollback(mark)
+        except (ValueError, TypeError, IndexError) as error:  # numpy on shapes and attributes that lie
+            where = f"{lw.described}: {op.type} node {op.name!r}"
+            raise ModelLoadError(f"{where} cannot be lowered: {type(error).__name__}: {error}") from error
     lw.keep(op, outputs)

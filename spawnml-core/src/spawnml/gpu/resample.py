@@ -1,0 +1,103 @@
+"""Resize taps, computed on the host: for each output position of one axis, the input
+positions it reads and their weights.
+
+Coordinates are float32 in the order onnxruntime computes them, so nearest picks the same
+pixels as onnxruntime; the tables are small (taps x output size) and the device only sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..ir import Node
+from ..ops.shapes import as_text
+
+F32 = np.float32
+#: Nearest rounding of Upsample and Resize-10: floor when enlarging, ceil when shrinking.
+LEGACY_NEAREST = "legacy"
+TRANSFORMS = frozenset(
+    {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners"}
+    | {"asymmetric"}
+)
+NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+MODES = frozenset({"nearest", "linear", "cubic"})
+
+
+def check(node: Node, opset: int) -> str | None:
+    """Why a Resize node is refused on the GPU (None when its taps can be computed)."""
+    attrs = node.attrs
+    known = {
+        "mode": ("nearest", MODES),
+        "coordinate_transformation_mode": ("half_pixel", TRANSFORMS),
+        "nearest_mode": ("round_prefer_floor", NEAREST_MODES),
+        "keep_aspect_ratio_policy": ("stretch", {"stretch", "not_larger", "not_smaller"}),
+    }
+    for name, (default, allowed) in known.items():
+        value = as_text(attrs.get(name, default))
+        if value not in allowed:
+            return f"{name} {value!r} is not supported on the GPU"
+    if attrs.get("antialias", 0):
+        return "antialias is not supported on the GPU"
+    return None
+
+
+def source_coords(size: int, out: int, scale: F32, transform: str) -> np.ndarray:
+    """Where each output position lies in input coordinates."""
+    x = np.arange(out, dtype=F32)
+    if transform == "half_pixel":
+        return (x + F32(0.5)) / scale - F32(0.5)
+    if transform == "half_pixel_symmetric":  # the last sum in float64, as onnxruntime takes it
+        offset = np.float64(F32(size) / F32(2) * (F32(1) - F32(out) / (scale * F32(size))))
+        return (offset + (x.astype(np.float64) + 0.5) / np.float64(scale) - 0.5).astype(F32)
+    if transform == "pytorch_half_pixel":
+        return (x + F32(0.5)) / scale - F32(0.5) if out > 1 else np.zeros(1, F32)
+    if transform == "tf_half_pixel_for_nn":
+        return (x + F32(0.5)) / scale
+    if transform == "align_corners":
+        return x * F32(size - 1) / F32(out - 1) if out > 1 else np.zeros(1, F32)
+    return x / scale  # asymmetric
+
+
+def _nearest(coords: np.ndarray, mode: str, shrinking: bool) -> np.ndarray:
+    if mode == "round_prefer_floor":
+        return np.ceil(coords - F32(0.5))
+    if mode == "round_prefer_ceil":
+        return np.floor(coords + F32(0.5))
+    if mode == "floor" or (mode == LEGACY_NEAREST and not shrinking):
+        return np.floor(coords)
+    return np.ceil(coords)
+
+
+def _cubic(distance: np.ndarray, a: F32) -> np.ndarray:
+    """Keys' cubic convolution kernel with coefficient ``a``."""
+    d = np.abs(distance)
+    near = ((a + F32(2)) * d - (a + F32(3))) * d * d + F32(1)
+    far = ((a * d - F32(5) * a) * d + F32(8) * a) * d - F32(4) * a
+    return np.where(d <= 1, near, np.where(d < 2, far, F32(0)))
+
+
+def taps(size: int, out: int, scale: float, attrs: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, weight)``, each ``(taps, out)``: int32 input positions clamped to the axis, and
+    float32 weights (one tap of weight 1 for nearest)."""
+    scale = F32(scale)
+    coords = source_coords(size, out, scale, as_text(attrs["coordinate_transformation_mode"]))
+    mode = as_text(attrs["mode"])
+    if mode == "nearest":
+        index = _nearest(coords, as_text(attrs["nearest_mode"]), scale < 1)[None, :]
+        return np.clip(index, 0, size - 1).astype(np.int32), np.ones(index.shape, F32)
+    reach = 1 if mode == "linear" else 2
+    index = np.floor(coords).astype(np.int64)[None, :] + np.arange(1 - reach, reach + 1)[:, None]
+    distance = (index - coords[None, :]).astype(F32)
+    weigh: Callable[[np.ndarray], np.ndarray] = (
+        (lambda d: np.maximum(F32(1) - np.abs(d), F32(0)))
+        if mode == "linear"
+        else (lambda d: _cubic(d, F32(attrs["cubic_coeff_a"])))
+    )
+    weight = weigh(distance)
+    if attrs.get("exclude_outside", 0):
+        weight = np.where((index >= 0) & (index < size), weight, F32(0))
+        weight = weight / weight.sum(axis=0, keepdims=True)
+    return np.clip(index, 0, size - 1).astype(np.int32), weight.astype(F32)
