@@ -38,9 +38,19 @@ from .autograd.functions.extrema import (
     min,
     minimum,
 )
+from .autograd.functions.indexing import (
+    cumsum,
+    gather,
+    index_add,
+    index_select,
+    masked_fill,
+    scatter,
+    scatter_add,
+)
 from .autograd.functions.linalg import matmul, mm
 from .autograd.functions.movement import expand, flatten, permute, reshape, squeeze, t, transpose, unsqueeze
 from .autograd.functions.reduce import mean, sum
+from .autograd.functions.shape import cat, chunk, narrow, split, stack, unbind
 from .autograd.functions.softmax import log_softmax, softmax
 from .dtypes import bfloat16, bool, float16, float32, float64, int8, int16, int32, int64, uint8
 from .errors import (
@@ -103,8 +113,11 @@ __all__ = [
     "autograd",
     "bfloat16",
     "bool",
+    "cat",
+    "chunk",
     "clamp",
     "clip",
+    "cumsum",
     "div",
     "dtypes",
     "empty",
@@ -119,9 +132,12 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "gather",
     "ge",
     "get_rng_state",
     "gt",
+    "index_add",
+    "index_select",
     "int8",
     "int16",
     "int32",
@@ -139,6 +155,7 @@ __all__ = [
     "logical_or",
     "lt",
     "manual_seed",
+    "masked_fill",
     "matmul",
     "max",
     "maximum",
@@ -147,6 +164,7 @@ __all__ = [
     "minimum",
     "mm",
     "mul",
+    "narrow",
     "ne",
     "neg",
     "nn",
@@ -165,12 +183,16 @@ __all__ = [
     "reshape",
     "save_checkpoint",
     "save_safetensors",
+    "scatter",
+    "scatter_add",
     "set_grad_enabled",
     "set_rng_state",
     "sigmoid",
     "softmax",
+    "split",
     "sqrt",
     "squeeze",
+    "stack",
     "sub",
     "sum",
     "t",
@@ -178,6 +200,7 @@ __all__ = [
     "tensor",
     "transpose",
     "uint8",
+    "unbind",
     "unsqueeze",
     "utils",
     "where",

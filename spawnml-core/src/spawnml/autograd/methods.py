@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..tensor import Tensor
-from .functions import arith, compare, creation, extrema, linalg, movement, reduce, softmax
+from .functions import arith, compare, creation, extrema, indexing, linalg, movement, reduce, shape, softmax
 from .mode import is_grad_enabled, no_grad
 
 
@@ -36,6 +36,18 @@ def _in_place(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def _cast_to(dtype: Any) -> Callable[[Tensor], Tensor]:
     return lambda self: movement.to(self, np.dtype(dtype))
+
+
+def _length(self: Tensor) -> int:
+    if self.ndim == 0:
+        raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+
+
+def _iterate(self: Tensor) -> Iterator[Tensor]:
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(shape.unbind(self, 0))
 
 
 def _fill(self: Tensor, value: Any) -> Tensor:
@@ -111,6 +123,25 @@ METHODS: dict[str, Any] = {
     "isnan": extrema.isnan,
     "softmax": softmax.softmax,
     "log_softmax": softmax.log_softmax,
+    "__getitem__": indexing.getitem,
+    "__setitem__": _in_place(indexing.index_put),
+    "__len__": _length,
+    "__iter__": _iterate,
+    "gather": indexing.gather,
+    "scatter": indexing.scatter,
+    "scatter_": _in_place(indexing.scatter),
+    "scatter_add": indexing.scatter_add,
+    "scatter_add_": _in_place(indexing.scatter_add),
+    "index_select": indexing.index_select,
+    "index_add": indexing.index_add,
+    "index_add_": _in_place(indexing.index_add),
+    "masked_fill": indexing.masked_fill,
+    "masked_fill_": _in_place(indexing.masked_fill),
+    "cumsum": indexing.cumsum,
+    "narrow": shape.narrow,
+    "split": shape.split,
+    "chunk": shape.chunk,
+    "unbind": shape.unbind,
     "matmul": linalg.matmul,
     "mm": linalg.mm,
     "reshape": movement.reshape,

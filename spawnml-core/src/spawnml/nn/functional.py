@@ -14,7 +14,7 @@ from ..autograd.functions.conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
-from ..autograd.functions.indexing import one_hot
+from ..autograd.functions.indexing import embedding, one_hot
 from ..autograd.functions.loss import cross_entropy, l1_loss, mse_loss, nll_loss
 from ..autograd.functions.pool import (
     adaptive_avg_pool1d,
@@ -44,6 +44,7 @@ __all__ = [
     "conv_transpose2d",
     "conv_transpose3d",
     "cross_entropy",
+    "embedding",
     "l1_loss",
     "log_softmax",
     "max_pool1d",

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import constant, run
 from ..function import BackwardNode, Function
-from .creation import zeros
-from .movement import unsqueeze
-from .promotion import DEFAULT_INT, cast
+from .compare import where
+from .creation import full, zeros
+from .movement import expand, reshape, to, unsqueeze
+from .promotion import DEFAULT_INT, as_tensor, cast
 from .reduce import normalize_dims
 from .shape import narrow
 
@@ -103,3 +108,213 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src[i][j]`` added at ``[index[i][j]][j]`` (for ``dim`` 0), repeats adding up."""
     axis = _check_index("scatter_add", input, dim, index)
     return ScatterAdd.apply(input, axis, index, _fitted(src, index))
+
+
+class Scatter(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        ctx.save_for_backward(index)
+        ctx.dim = dim
+        return run("ScatterElements", [x, index, src], axis=dim)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor | None, None, None, Tensor | None]:
+        (index,) = ctx.saved_tensors
+        cleared = None
+        if ctx.needs_input_grad[0]:
+            cleared = Scatter.apply(
+                grad, ctx.dim, index, zeros(index.shape, dtype=grad.dtype, device=grad.device)
+            )
+        taken = Gather.apply(grad, ctx.dim, index) if ctx.needs_input_grad[3] else None
+        return cleared, None, None, taken
+
+
+def scatter(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor | float | None = None,
+    *,
+    value: float | None = None,
+    reduce: str | None = None,
+) -> Tensor:
+    """``input`` with ``src[i][j]`` (or ``value``) written at ``[index[i][j]][j]`` (for ``dim`` 0);
+    ``reduce="add"`` adds instead. Where ``index`` repeats a place, which write wins is unspecified."""
+    src = value if src is None else src
+    if src is None:
+        raise InvalidArgumentError("scatter() expects either src or value")
+    axis = _check_index("scatter", input, dim, index)
+    source = (
+        _fitted(src, index)
+        if isinstance(src, Tensor)
+        else full(index.shape, src, dtype=input.dtype, device=input.device)
+    )
+    if reduce == "add":
+        return ScatterAdd.apply(input, axis, index, source)
+    if reduce is not None:
+        raise InvalidArgumentError(f"scatter(): reduce={reduce!r} is not supported; use scatter_reduce")
+    return Scatter.apply(input, axis, index, as_tensor(source, input, input.dtype))
+
+
+def _along(index: Tensor, dim: int, shape: Sequence[int]) -> Tensor:
+    """A 1-D ``index`` placed along ``dim`` and broadcast to ``shape``."""
+    view = [1] * len(shape)
+    view[dim] = index.numel()
+    return expand(reshape(index, view), list(shape))
+
+
+class IndexSelect(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, dim: int, index: Tensor) -> Tensor:
+        ctx.save_for_backward(index)
+        ctx.dim, ctx.shape = dim, x.shape
+        return run("Gather", [x, index], axis=dim)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:
+        (index,) = ctx.saved_tensors
+        base = zeros(ctx.shape, dtype=grad.dtype, device=grad.device)
+        return ScatterAdd.apply(base, ctx.dim, _along(index, ctx.dim, grad.shape), grad), None, None
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of ``input`` at the positions ``index`` (1-D) along ``dim``."""
+    if index.ndim > 1:
+        raise InvalidArgumentError("index_select(): Index is supposed to be a vector")
+    axis = _check_index("index_select", input, dim, index) if input.ndim else 0
+    if input.ndim == 0:
+        return IndexSelect.apply(reshape(input, 1), 0, reshape(index, -1))
+    return IndexSelect.apply(input, axis, reshape(index, -1))
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
+    """``input`` with the slices of ``alpha * source`` added at the positions ``index`` along ``dim``."""
+    axis = _check_index("index_add", input, dim, index)
+    source = source if alpha == 1 else source * alpha
+    return ScatterAdd.apply(input, axis, _along(reshape(index, -1), axis, source.shape), source)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Tensor | float) -> Tensor:
+    """``input`` with ``value`` where ``mask`` (bool, broadcast) holds; no gradient flows there."""
+    if mask.dtype != np.dtype(bool):
+        raise InvalidArgumentError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
+    if isinstance(value, Tensor) and value.ndim:
+        raise InvalidArgumentError(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value.ndim} dimension(s)."
+        )
+    return where(mask, as_tensor(value, input, input.dtype), input)
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """The rows of ``weight`` at the indices ``input``; the row ``padding_idx`` gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise InvalidArgumentError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    rows = reshape(index_select(weight, 0, reshape(input, -1)), [*input.shape, weight.shape[1]])
+    if padding_idx is None:
+        return rows
+    padding = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
+    return where(unsqueeze(input == padding, -1), rows.detach(), rows)
+
+
+class CumSum(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, dim: int, reverse: bool) -> Tensor:
+        ctx.dim, ctx.reverse = dim, reverse
+        return run("CumSum", [x, constant(dim, x, DEFAULT_INT)], reverse=int(reverse))
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:
+        return CumSum.apply(grad, ctx.dim, not ctx.reverse), None, None
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running sums along ``dim``; integers and bools sum as int64 unless ``dtype`` says otherwise."""
+    if dtype is not None:
+        input = input.to(np.dtype(dtype))
+    elif input.dtype.kind in "bui":
+        input = cast(input, DEFAULT_INT)
+    if input.ndim == 0:
+        normalize_dims(dim, 0)
+        return input * 1
+    return CumSum.apply(input, normalize_dims(dim, input.ndim)[0], False)
+
+
+def _positions(input: Tensor, key: Any) -> np.ndarray:
+    """Where the elements ``input[key]`` lie in the flattened ``input`` (numpy's indexing rules,
+    which are torch's); index tensors are read to the host."""
+    parts = key if isinstance(key, tuple) else (key,)
+    host = []
+    for part in parts:
+        if isinstance(part, slice) and part.step is not None and part.step <= 0:
+            raise InvalidArgumentError("step must be greater than zero")
+        if isinstance(part, Tensor):
+            if part.dtype.kind not in "biu":
+                raise InvalidArgumentError("tensors used as indices must be long, int, byte or bool tensors")
+            part = part.numpy()
+        host.append(part)
+    try:
+        return np.arange(input.numel(), dtype=np.int64).reshape(input.shape)[tuple(host)]
+    except IndexError as error:
+        raise InvalidArgumentError(str(error)) from None
+
+
+class Take(Function):
+    """The elements at flat ``positions``, in their shape; the gradient adds back into place."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, positions: Tensor) -> Tensor:
+        ctx.save_for_backward(positions)
+        ctx.shape = x.shape
+        return run("Gather", [reshape(x, -1), positions], axis=0)
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        (positions,) = ctx.saved_tensors
+        base = zeros(math.prod(ctx.shape), dtype=grad.dtype, device=grad.device)
+        spread = ScatterAdd.apply(base, 0, reshape(positions, -1), reshape(grad, -1))
+        return reshape(spread, list(ctx.shape)), None
+
+
+class Put(Function):
+    """``x`` with ``values`` written at flat ``positions`` (shaped alike)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, positions: Tensor, values: Tensor) -> Tensor:
+        ctx.save_for_backward(positions)
+        flat = reshape(positions, -1)
+        written = run("ScatterElements", [reshape(x, -1), flat, reshape(values, -1)], axis=0)
+        return reshape(written, list(x.shape))
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+        (positions,) = ctx.saved_tensors
+        cleared = None
+        if ctx.needs_input_grad[0]:
+            cleared = Put.apply(grad, positions, zeros(positions.shape, dtype=grad.dtype, device=grad.device))
+        return cleared, None, Take.apply(grad, positions) if ctx.needs_input_grad[2] else None
+
+
+def getitem(input: Tensor, key: Any) -> Tensor:
+    """``input[key]`` for ints, slices (positive steps), None, Ellipsis, bool masks and integer
+    tensors or lists, as torch indexes; the result is a copy, not a view."""
+    positions = _positions(input, key)
+    return Take.apply(input, constant(positions, input, DEFAULT_INT))
+
+
+def index_put(input: Tensor, key: Any, value: Tensor | float) -> Tensor:
+    """``input`` with ``value`` (broadcast) written at ``input[key]``: what ``input[key] = value``
+    stores, as a new tensor."""
+    positions = _positions(input, key)
+    values = to(value, input.dtype) if isinstance(value, Tensor) else as_tensor(value, input, input.dtype)
+    return Put.apply(input, constant(positions, input, DEFAULT_INT), expand(values, list(positions.shape)))

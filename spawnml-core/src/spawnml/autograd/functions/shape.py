@@ -8,7 +8,8 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import constant, run
 from ..function import BackwardNode, Function
-from .movement import unsqueeze
+from .creation import zeros
+from .movement import squeeze, unsqueeze
 from .promotion import DEFAULT_INT, as_tensor, result_type
 from .reduce import normalize_dims
 
@@ -67,26 +68,36 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     return ConstantPad.apply(input, begins + ends, 0.0 if value is None else value)
 
 
+def _skipped(t: Tensor) -> bool:
+    """torch's ``cat`` leaves out 1-D empty tensors whatever the other shapes."""
+    return t.ndim == 1 and t.shape[0] == 0
+
+
 class Cat(Function):
     @staticmethod
     def forward(ctx: BackwardNode, dim: int, *tensors: Tensor) -> Tensor:
-        ctx.dim, ctx.sizes = dim, [t.shape[dim] for t in tensors]
-        return run("Concat", list(tensors), axis=dim)
+        ctx.dim, ctx.sizes = dim, [None if _skipped(t) else t.shape[dim] for t in tensors]
+        joined = [t for t in tensors if not _skipped(t)]
+        return run("Concat", joined, axis=dim) if joined else tensors[0]
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor | None, ...]:
-        starts = [sum(ctx.sizes[:i]) for i in range(len(ctx.sizes))]
-        return None, *(
-            Narrow.apply(grad, ctx.dim, start, size) if needed else None
-            for start, size, needed in zip(starts, ctx.sizes, ctx.needs_input_grad[1:], strict=True)
-        )
+        grads: list[Tensor | None] = [None]
+        start = 0
+        for size, needed in zip(ctx.sizes, ctx.needs_input_grad[1:], strict=True):
+            if size is None:
+                grads.append(zeros(0, dtype=grad.dtype, device=grad.device) if needed else None)
+                continue
+            grads.append(Narrow.apply(grad, ctx.dim, start, size) if needed else None)
+            start += size
+        return tuple(grads)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along ``dim`` (1-D empty tensors are skipped, as torch does)."""
+    """The tensors joined along ``dim`` (1-D empty tensors are left out, as torch does)."""
     if not tensors:
         raise InvalidArgumentError("torch.cat(): expected a non-empty list of Tensors")
-    joined = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
+    joined = [t for t in tensors if not _skipped(t)] or list(tensors[:1])
     reference = joined[0]
     axis = normalize_dims(dim, reference.ndim)[0]
     for index, t in enumerate(joined):
@@ -100,8 +111,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"Sizes of tensors must match except in dimension {axis}. Expected size "
                     f"{reference.shape[d]} but got size {t.shape[d]} for tensor number {index} in the list."
                 )
-    dtype = result_type(*joined)
-    return Cat.apply(axis, *(as_tensor(t, t, dtype) for t in joined))
+    dtype = result_type(*tensors)
+    return Cat.apply(axis, *(as_tensor(t, t, dtype) for t in tensors))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -140,9 +151,18 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
     return tuple(Narrow.apply(tensor, axis, start, n) for start, n in zip(starts, sizes, strict=True))
 
 
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim``, without that dimension."""
+    axis = normalize_dims(dim, input.ndim)[0]
+    return tuple(squeeze(Narrow.apply(input, axis, i, 1), axis) for i in range(input.shape[axis]))
+
+
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size along ``dim`` (the last may be smaller)."""
     if chunks <= 0:
         raise InvalidArgumentError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    size = input.shape[normalize_dims(dim, input.ndim)[0]]
-    return split(input, max(-(-size // chunks), 1), dim)
+    axis = normalize_dims(dim, input.ndim)[0]
+    size = input.shape[axis]
+    if size == 0:
+        return tuple(Narrow.apply(input, axis, 0, 0) for _ in range(chunks))
+    return split(input, -(-size // chunks), axis)
