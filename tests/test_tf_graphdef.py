@@ -88,14 +88,14 @@ def mobilenet() -> tuple[bytes, Callable]:
 
 @pytest.fixture(scope="module")
 def transformer_block() -> tuple[bytes, Callable]:
-    """Self-attention, residual + layer norm, a GELU MLP, and a softmax head."""
+    """Self-attention, residual + layer norm, a GELU MLP, and a softmax head; any batch and length."""
     keras.utils.set_random_seed(1)
-    inputs = keras.Input((16, 32))
+    inputs = keras.Input((None, 32))
     x = keras.layers.LayerNormalization()(inputs + keras.layers.MultiHeadAttention(4, 8)(inputs, inputs))
     hidden = keras.layers.Dense(32)(keras.layers.Dense(64, activation="gelu")(x))
     x = keras.layers.LayerNormalization()(x + hidden)
     model = keras.Model(inputs, keras.layers.Dense(5, activation="softmax")(x))
-    return freeze(lambda x: model(x, training=False), spec(2, 16, 32))
+    return freeze(lambda x: model(x, training=False), spec(None, None, 32))
 
 
 # -- real graphs -------------------------------------------------------------------------------
@@ -116,9 +116,10 @@ def test_mobilenet_v2_needs_one_transpose(mobilenet):
     assert counts[("", "Conv")] == 52 and counts[("", "Transpose")] == 1
 
 
-def test_transformer_block_matches_tensorflow(transformer_block):
+@pytest.mark.parametrize("shape", [(2, 16, 32), (1, 5, 32)])
+def test_transformer_block_matches_tensorflow(transformer_block, shape):
     data, frozen = transformer_block
-    tokens = np.random.default_rng(1).standard_normal((2, 16, 32)).astype(np.float32)
+    tokens = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     assert_close(*run_both(data, frozen, tokens))
 
 
@@ -337,6 +338,15 @@ def test_detected_by_structure_then_extension(mobilenet, transformer_block, tmp_
     assert detect(ModelSource.of(other), loaders).name == "tensorflow"
     with pytest.raises(ModelLoadError, match="holds none"):
         spawnml.load(other)
+
+
+def test_other_formats_are_not_taken_for_graphdefs():
+    from tests.fuzz.seeds import SEEDS
+
+    loader = plugins.formats()["tensorflow"]
+    others = {name: build()[:64] for name, build in SEEDS.items() if name != "tensorflow"}
+    assert [name for name, head in others.items() if loader.sniff(head)] == []
+    assert loader.sniff(SEEDS["tensorflow"]()[:64])
 
 
 def test_info_and_convert_to_onnx(transformer_block, tmp_path, capsys):

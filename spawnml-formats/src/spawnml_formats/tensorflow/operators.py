@@ -283,13 +283,17 @@ def _pad(mode: str) -> Lower:
     return pad
 
 
-def _reduce(op_type: str) -> Lower:
+def _reduce(op_type: str, compute: Callable[..., np.ndarray]) -> Lower:
     def reduce(lw: Lowering, op: Op) -> None:
         axes = _ints(lw, op.input(1), "reduction axes")
-        keep = bool(op.attr("keep_dims", False))
+        keep = op.attr("keep_dims", False)
         x = op.input(0)
         if not axes:
             lw.alias(op, x)
+            return
+        value = lw.constant(x)
+        if value is not None and (op_type != "ReduceMean" or value.dtype.kind == "f"):
+            lw.fold(op, compute(value, axis=tuple(axes), keepdims=keep).astype(value.dtype))
             return
         layout, result = TF, TF
         if lw.tensor(x).nchw is not None and all(-4 <= axis < 4 for axis in axes):
@@ -308,6 +312,10 @@ def _reduce(op_type: str) -> Lower:
 def concat(lw: Lowering, op: Op) -> None:
     values = op.inputs[:-1]
     axis = _ints(lw, op.inputs[-1], "concatenation axis")[0]
+    constants = [lw.constant(name) for name in values]
+    if constants and all(value is not None for value in constants):
+        lw.fold(op, np.concatenate(constants, axis))
+        return
     layout = lw.layout(values)
     if layout == NCHW:
         axis = NCHW_POSITION[axis % 4]
@@ -480,6 +488,10 @@ def gather(lw: Lowering, op: Op) -> None:
     if op.attr("batch_dims", 0):
         raise NotExpressible("batched gathers")
     axis = _ints(lw, op.input(2), "gather axis")[0]
+    params, indices = lw.constant(op.input(0)), lw.constant(op.input(1))
+    if params is not None and indices is not None:
+        lw.fold(op, np.take(params, indices, axis))
+        return
     inputs = [lw.value(op.input(0)), lw.value(op.input(1))]
     lw.define(op, lw.emit("Gather", inputs, {"axis": axis}))
 
@@ -598,11 +610,11 @@ LOWERINGS: dict[str, Lower] = {
     "PadV2": _pad("constant"),
     "MirrorPad": _pad("reflect"),
     # reductions and normalisation
-    "Mean": _reduce("ReduceMean"),
-    "Sum": _reduce("ReduceSum"),
-    "Max": _reduce("ReduceMax"),
-    "Min": _reduce("ReduceMin"),
-    "Prod": _reduce("ReduceProd"),
+    "Mean": _reduce("ReduceMean", np.mean),
+    "Sum": _reduce("ReduceSum", np.sum),
+    "Max": _reduce("ReduceMax", np.max),
+    "Min": _reduce("ReduceMin", np.min),
+    "Prod": _reduce("ReduceProd", np.prod),
     "ArgMax": _arg("ArgMax"),
     "ArgMin": _arg("ArgMin"),
     "Softmax": _softmax("Softmax"),
