@@ -1,7 +1,6 @@
 """``ai.spawnml::FusedElementwise`` on the CPU: the chain's kernel-IR expressions, written out
-as one Python scalar function and compiled by numba into a broadcasting ufunc, so the whole
-chain is one pass over memory with no intermediate arrays. One ufunc per chain and input
-types, compiled on first use."""
+as one Python loop and compiled by numba, so the whole chain is one pass over memory with no
+intermediate arrays. Compiled on first use, once per chain and per set of one-element inputs."""
 
 from __future__ import annotations
 
@@ -69,29 +68,36 @@ def python(e: ir.Expr) -> str:
     raise InvalidArgumentError(f"the CPU cannot compile the elementwise expression {e!r}")
 
 
-def source(text: str, inputs: int) -> str:
-    """The Python function computing the chain ``text`` of float32 steps over ``inputs`` operands."""
-    chain = decode(text, inputs)
+def source(text: str, scalars: tuple[bool, ...]) -> str:
+    """A Python loop computing the float32 chain ``text`` into ``out``, one element per iteration,
+    over flat inputs; ``scalars`` marks the inputs of one element, read at index 0."""
+    chain = decode(text, len(scalars))
     if any(np.dtype(s.dtype) != FLOAT32 for s in chain):
         raise InvalidArgumentError("the CPU FusedElementwise kernel computes float32 chains only")
-    operands = [ir.Var(f"v{k}", ir.f32) for k in range(inputs)]
+    operands = [ir.Var(f"a{k}", ir.f32) for k in range(len(scalars))]
     values = step_values(chain, operands, [ir.f32] * len(chain))
-    lines = [f"def fused({', '.join(v.name for v in operands)}):"]
-    lines += [f"    s{j} = {python(value)}" for j, value in enumerate(values[:-1])]
-    lines.append(f"    return {python(values[-1])}")
+    lines = [f"def fused(out, {', '.join(f'x{k}' for k in range(len(scalars)))}):"]
+    lines.append("    for i in range(out.size):")
+    lines += [f"        a{k} = x{k}[{0 if one else 'i'}]" for k, one in enumerate(scalars)]
+    lines += [f"        s{j} = {python(value)}" for j, value in enumerate(values[:-1])]
+    lines.append(f"        out[i] = {python(values[-1])}")
     return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=256)
-def compiled(text: str, inputs: int) -> Callable[..., Any]:
-    """The numba ufunc of the chain ``text`` (float32 operands, float32 result)."""
+def compiled(text: str, scalars: tuple[bool, ...]) -> Callable[..., Any]:
+    """The chain ``text`` compiled by numba (with numpy's float error model, so the loop vectorizes).
+
+    The source is generated from the validated kernel IR alone: numbers and operator spellings,
+    never text taken from the model file.
+    """
     import math
 
     import numba
 
     namespace: dict[str, Any] = {"np": np, "math": math}
-    exec(compile(source(text, inputs), f"<FusedElementwise {text[:60]}>", "exec"), namespace)
-    return numba.vectorize([f"float32({', '.join(['float32'] * inputs)})"])(namespace["fused"])
+    exec(compile(source(text, scalars), "<FusedElementwise>", "exec"), namespace)
+    return numba.njit(error_model="numpy")(namespace["fused"])
 
 
 @KERNELS.register("FusedElementwise", DOMAIN, dtypes=(np.float32,))
@@ -99,5 +105,18 @@ def fused_elementwise(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     if any(x.dtype != FLOAT32 for x in inputs):
         kinds = sorted({str(x.dtype) for x in inputs})
         raise InvalidArgumentError(f"FusedElementwise on the CPU takes float32 inputs, got {kinds}")
-    with np.errstate(all="ignore"):
-        return np.asarray(compiled(ctx.attrs["chain"], len(inputs))(*inputs), FLOAT32)
+    shape = np.broadcast_shapes(*(x.shape for x in inputs))
+    out = np.empty(shape, FLOAT32)
+    if out.size:
+        flat = [_flat(x, shape, out.size) for x in inputs]
+        with np.errstate(all="ignore"):
+            compiled(ctx.attrs["chain"], tuple(x.size == 1 for x in flat))(out.reshape(-1), *flat)
+    return out
+
+
+def _flat(x: np.ndarray, shape: tuple[int, ...], size: int) -> np.ndarray:
+    """``x`` as a contiguous 1-D array: itself when of one element or of the output's size (the
+    same order), else broadcast to ``shape`` first."""
+    if x.size not in (1, size):
+        x = np.broadcast_to(x, shape)
+    return np.ascontiguousarray(x).reshape(-1)
