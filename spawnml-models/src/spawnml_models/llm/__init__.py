@@ -1,4 +1,4 @@
-"""Text generation from GGUF llama models: graph builder, tokenizer, chat template, sampler, pipeline."""
+"""Text generation from llama-family GGUF models: graph, tokenizer, chat template, sampler, pipeline."""
 
 from .chat import ChatTemplate
 from .config import LlamaConfig

@@ -1,4 +1,4 @@
-"""``spawnml generate``: text from a llama GGUF model; the text alone on stdout, progress on stderr."""
+"""``spawnml generate``: text from a llama or qwen2 GGUF model; the text on stdout, progress on stderr."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 GENERATE = Command(
     name="generate",
-    help="generate text with a llama-architecture GGUF model",
+    help="generate text with a llama or qwen2 GGUF model",
     configure=configure_generate,
     run=run_generate,
 )

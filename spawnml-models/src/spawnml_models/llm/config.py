@@ -1,4 +1,4 @@
-"""The hyper-parameters of a llama-architecture GGUF file, read from its metadata."""
+"""The hyper-parameters of a llama-family GGUF file (llama, qwen2), read from its metadata."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ from dataclasses import dataclass
 
 from spawnml import InvalidArgumentError
 
-#: Architectures whose GGUF tensors and metadata follow llama's names and layout.
-ARCHITECTURES = ("llama",)
+#: Architectures whose GGUF tensors and metadata follow llama's names and layout -> whether their
+#: Q and K rows are stored permuted for ggml's interleaved ("normal") RoPE. llama.cpp's converter
+#: permutes llama's; qwen2 keeps the halves layout that NeoX-style RoPE rotates. Qwen2 also adds
+#: biases to Q, K and V, which the graph builder picks up wherever the file has them.
+ARCHITECTURES = {"llama": True, "qwen2": False}
 
 
 @dataclass(frozen=True)
 class LlamaConfig:
-    """What the graph builder needs to know about a llama model."""
+    """What the graph builder needs to know about a llama-family model."""
 
     layers: int
     hidden: int
@@ -23,6 +26,7 @@ class LlamaConfig:
     context_length: int
     rope_base: float
     rms_epsilon: float
+    rope_interleaved: bool = True
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, str]) -> LlamaConfig:
@@ -30,7 +34,8 @@ class LlamaConfig:
         arch = metadata.get("general.architecture", "")
         if arch not in ARCHITECTURES:
             raise InvalidArgumentError(
-                f"GGUF architecture {arch!r} is not supported for text generation; supported: {ARCHITECTURES}"
+                f"GGUF architecture {arch!r} is not supported for text generation; supported: "
+                f"{sorted(ARCHITECTURES)}"
             )
 
         def number(key: str, default: str | None = None) -> str:
@@ -51,4 +56,5 @@ class LlamaConfig:
             context_length=int(number("context_length")),
             rope_base=float(number("rope.freq_base", "10000")),
             rms_epsilon=float(number("attention.layer_norm_rms_epsilon")),
+            rope_interleaved=ARCHITECTURES[arch],
         )

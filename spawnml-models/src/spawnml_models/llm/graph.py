@@ -1,4 +1,4 @@
-"""A llama decoder as a SpawnML graph, built from a weights-only GGUF graph.
+"""A llama-family decoder (llama, qwen2) as a SpawnML graph, built from a weights-only GGUF graph.
 
 Inputs: ``input_ids`` and ``position_ids`` (int64 ``[batch, sequence]``) and, per layer ``i``,
 ``past_key.i`` / ``past_value.i`` (``[batch, kv_heads, past, head_dim]``; ``past`` may be 0).
@@ -7,9 +7,10 @@ Outputs: ``logits`` (float32 ``[batch, sequence, vocab]``) and ``present_key.i``
 
 GGUF stores llama's Q and K projections with the rows of each head permuted so that the
 rotary pairs are adjacent (ggml's "normal" RoPE); RotaryEmbedding with ``interleaved=1`` rotates
-exactly those pairs, so the weights are used as stored. Quantized weights stay as raw blocks
-under ``spawnml.gguf::QuantizedMatMul`` unless asked otherwise; the token embedding table,
-which Gather indexes, is dequantized once here.
+exactly those pairs, so the weights are used as stored. Qwen2's are stored unpermuted and rotated
+as halves (``interleaved=0``). A projection with a ``.bias`` tensor in the file gets it added.
+Quantized weights stay as raw blocks under ``spawnml.gguf::QuantizedMatMul`` unless asked
+otherwise; the token embedding table, which Gather indexes, is dequantized once here.
 """
 
 from __future__ import annotations
@@ -70,19 +71,29 @@ class _Builder:
         return name
 
     def linear(self, x: str, name: str, output: str) -> str:
-        """``x @ W^T`` for the GGUF weight ``name`` (``[rows, cols]``): QuantizedMatMul on its raw
-        blocks if it is quantized and kept so, else MatMul on float32."""
+        """``x @ W^T (+ b)`` for the GGUF weight ``name`` (``[rows, cols]``) and its bias if the file
+        has one: QuantizedMatMul on the raw blocks if quantized and kept so, else MatMul on float32."""
+        bias = name.removesuffix(".weight") + ".bias"
+        product = output + ".product" if bias in self.weights.initializers else output
         kind = quant_type(self.weights, name)
         if kind is None or self.dequantize:
             transposed = f"{name}.T"
             self.graph.initializers[transposed] = np.ascontiguousarray(float32_weight(self.weights, name).T)
-            return self.node("MatMul", [x, transposed], output)
-        data = self.weights.initializers[name]
-        self.graph.initializers[name] = data
-        rows, cols = _quantized_shape(data, kind)
-        return self.node(
-            "QuantizedMatMul", [x, name], output, domain=GGUF_DOMAIN, quant_type=kind, rows=rows, cols=cols
-        )
+            self.node("MatMul", [x, transposed], product)
+        else:
+            data = self.weights.initializers[name]
+            self.graph.initializers[name] = data
+            rows, cols = _quantized_shape(data, kind)
+            self.node(
+                "QuantizedMatMul",
+                [x, name],
+                product,
+                domain=GGUF_DOMAIN,
+                quant_type=kind,
+                rows=rows,
+                cols=cols,
+            )
+        return self.node("Add", [product, self.weight(bias)], output) if product != output else output
 
     def rms_norm(self, x: str, name: str, epsilon: float, output: str) -> str:
         return self.node("RMSNormalization", [x, self.weight(name)], output, axis=-1, epsilon=epsilon)
@@ -129,7 +140,7 @@ def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str) -> str:
     h = b.rms_norm(x, p + "attn_norm.weight", config.rms_epsilon, p + "attn_in")
     q, k, v = (b.linear(h, p + f"attn_{part}.weight", p + part) for part in "qkv")
     rope = ["rope.cos", "rope.sin", "position_ids"]
-    rotary = {"interleaved": 1, "rotary_embedding_dim": config.rotary_dim}
+    rotary = {"interleaved": int(config.rope_interleaved), "rotary_embedding_dim": config.rotary_dim}
     q = b.node("RotaryEmbedding", [q, *rope], p + "q_rot", num_heads=config.heads, **rotary)
     k = b.node("RotaryEmbedding", [k, *rope], p + "k_rot", num_heads=config.kv_heads, **rotary)
     b.graph.nodes.append(

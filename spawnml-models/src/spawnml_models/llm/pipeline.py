@@ -1,4 +1,4 @@
-"""Text generation with a llama GGUF model: chat prompt, prefill, then decode with a KV cache."""
+"""Text generation with a llama or qwen2 GGUF model: chat prompt, prefill, then decode with a KV cache."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class GenerationStats:
 
 
 class TextGenerationPipeline:
-    """Generate text with a llama-architecture GGUF model (SmolLM2-135M-Instruct by default).
+    """Generate text with a llama or qwen2 GGUF model (SmolLM2-135M-Instruct by default).
 
     ``dequantize`` expands quantized weights to float32 at load (see :func:`build_llama_graph`).
     """

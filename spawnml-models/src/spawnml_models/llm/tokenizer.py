@@ -12,6 +12,12 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 CONTROL, USER_DEFINED = 3, 4
 #: Splits applied before byte-level BPE, by ``tokenizer.ggml.pre`` (llama.cpp's pre-tokenizer names).
 DIGITS_FIRST = ("smollm",)
+#: Qwen2's pre-tokenizer pattern (its tokenizer.json): contractions, letter runs with one leading
+#: non-letter, single digits, punctuation runs, newlines, spaces.
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    r"|\s+(?!\S)|\s+"
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,13 @@ def tokenizer_from_gguf(metadata: dict[str, str]) -> GGUFTokenizer:
 
 def _pre_tokenizer(name: str) -> pre_tokenizers.PreTokenizer:
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if name == "qwen2":
+        return pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     if name in DIGITS_FIRST:
         return pre_tokenizers.Sequence(
             [pre_tokenizers.Split(Regex(r"\p{N}"), behavior="isolated"), byte_level]
