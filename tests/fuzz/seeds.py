@@ -11,6 +11,7 @@ import safetensors.numpy
 from gguf import GGUFWriter
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.fuzz.coreml_files import ml_program_model, neural_network_model
 from tests.fuzz.graphdef_files import graphdef_seed
 from tests.hostile.container_files import tflite_model
 from tests.hostile.torch_files import archive, legacy, state_dict, tensor
@@ -75,4 +76,6 @@ SEEDS: dict[str, Callable[[], bytes]] = {
     "torch-zip": torch_zip_seed,
     "torch-legacy": torch_legacy_seed,
     "tensorflow": graphdef_seed,
+    "coreml-nn": neural_network_model,
+    "coreml-mlprogram": ml_program_model,
 }
