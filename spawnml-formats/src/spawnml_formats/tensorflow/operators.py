@@ -235,6 +235,34 @@ def depthwise_conv2d(lw: Lowering, op: Op) -> None:
     _define_spatial(lw, op, fmt, lw.emit("Conv", inputs, attrs))
 
 
+def conv2d_transpose(lw: Lowering, op: Op) -> None:
+    """``Conv2DBackpropInput``: a transposed convolution whose output size ``input_sizes`` gives."""
+    fmt, spatial = _spatial_axes(op)
+    sizes = _ints(lw, op.input(0), "output size")
+    filters = _constant(lw, op.input(1), "transposed convolution filter")
+    strides, dilations = _four(op, "strides", [1, 1, 1, 1]), _four(op, "dilations", [1, 1, 1, 1])
+    padding = op.attr("padding", "VALID")
+    if len(sizes) != 4 or filters.ndim != 4 or padding not in ("SAME", "VALID"):
+        raise NotExpressible(f"output size {sizes}, filter rank {filters.ndim}, padding {padding}")
+    begins, ends, extra = [], [], []
+    for position, axis in enumerate(spatial):
+        size, stride = sizes[axis], strides[axis]
+        extent = (filters.shape[position] - 1) * dilations[axis] + 1
+        steps = -(-size // stride) if padding == "SAME" else (size - extent) // stride + 1
+        total = max((steps - 1) * stride + extent - size, 0) if padding == "SAME" else 0
+        begins.append(total // 2), ends.append(total - total // 2)
+        extra.append(size - ((steps - 1) * stride + extent - total))
+    attrs = {
+        "strides": [strides[axis] for axis in spatial],
+        "dilations": [dilations[axis] for axis in spatial],
+        "pads": begins + ends,
+        "output_padding": extra,
+    }
+    weights = lw.initializer(filters.transpose(3, 2, 0, 1), f"{op.name}/weights")
+    data = lw.channels_first(op.input(2)) if fmt == "NHWC" else lw.value(op.input(2))
+    _define_spatial(lw, op, fmt, lw.emit("ConvTranspose", [data, weights], attrs))
+
+
 def _pool(op_type: str) -> Lower:
     def pool(lw: Lowering, op: Op) -> None:
         fmt, spatial = _spatial_axes(op)
@@ -514,6 +542,68 @@ def _arg(op_type: str) -> Lower:
     return arg
 
 
+def _resize(mode: str) -> Lower:
+    """Image resizing, on the spatial axes of whichever layout the input is held in."""
+
+    def resize(lw: Lowering, op: Op) -> None:
+        if op.attr("align_corners", False):
+            coordinates, nearest = "align_corners", "round_prefer_ceil"
+        elif op.attr("half_pixel_centers", False):  # nearest: floor((out + 0.5) * in / out)
+            coordinates, nearest = "half_pixel", "round_prefer_ceil"
+        else:
+            coordinates, nearest = "asymmetric", "floor"
+        attrs = {"mode": mode, "coordinate_transformation_mode": coordinates, "nearest_mode": nearest}
+        x = op.input(0)
+        layout = NCHW if lw.tensor(x).nchw is not None else TF
+        attrs["axes"] = [2, 3] if layout == NCHW else [1, 2]
+        inputs = [lw.read(x, layout), "", "", _int64(lw, op.input(1), "sizes")]
+        lw.define(op, lw.emit("Resize", inputs, attrs), layout)
+
+    return resize
+
+
+def _block(op_type: str) -> Lower:
+    """DepthToSpace and SpaceToDepth, which ai.onnx defines on NCHW."""
+
+    def block(lw: Lowering, op: Op) -> None:
+        fmt, _ = _spatial_axes(op)
+        attrs = {"blocksize": op.attr("block_size", 0)} | (
+            {"mode": "DCR"} if op_type == "DepthToSpace" else {}
+        )
+        _define_spatial(lw, op, fmt, lw.emit(op_type, [_spatial_input(lw, op, fmt)], attrs))
+
+    return block
+
+
+def cumsum(lw: Lowering, op: Op) -> None:
+    attrs = {"exclusive": int(op.attr("exclusive", False)), "reverse": int(op.attr("reverse", False))}
+    lw.define(op, lw.emit("CumSum", [lw.value(op.input(0)), _int64(lw, op.input(1), "axis")], attrs))
+
+
+def top_k(lw: Lowering, op: Op) -> None:
+    if not op.attr("sorted", True):
+        raise NotExpressible("unsorted top-k")
+    k = lw.emit("Reshape", [_int64(lw, op.input(1), "k"), lw.ints([1], "one")])
+    values, indices = lw.emit_outputs("TopK", [lw.value(op.input(0)), k], 2, {"axis": -1})
+    lw.define(op, values)
+    index_type = _dtype(op, "index_type") if "index_type" in op.node.attr else np.dtype(np.int32)
+    lw.define(op, _cast(lw, indices, index_type), index=1)
+
+
+def broadcast_to(lw: Lowering, op: Op) -> None:
+    lw.define(op, lw.emit("Expand", [lw.value(op.input(0)), _int64(lw, op.input(1), "shape")]))
+
+
+def _like(fill: float) -> Lower:
+    """ZerosLike and OnesLike: a constant of the input's shape and type."""
+
+    def like(lw: Lowering, op: Op) -> None:
+        shape = lw.emit("Shape", [lw.value(op.input(0))])
+        lw.define(op, lw.emit("Expand", [_scalar(lw, op, fill), shape]))
+
+    return like
+
+
 def range_(lw: Lowering, op: Op) -> None:
     lw.define(op, lw.emit("Range", [lw.value(op.input(position)) for position in range(3)]))
 
@@ -600,6 +690,7 @@ LOWERINGS: dict[str, Lower] = {
     "ClipByValue": _elementwise(_clip_by_value, arity=3),
     # spatial
     "Conv2D": conv2d,
+    "Conv2DBackpropInput": conv2d_transpose,
     "DepthwiseConv2dNative": depthwise_conv2d,
     "MaxPool": _pool("MaxPool"),
     "AvgPool": _pool("AveragePool"),
@@ -642,6 +733,15 @@ LOWERINGS: dict[str, Lower] = {
     "Tile": tile,
     "Fill": fill,
     "Range": range_,
+    "ResizeBilinear": _resize("linear"),
+    "ResizeNearestNeighbor": _resize("nearest"),
+    "DepthToSpace": _block("DepthToSpace"),
+    "SpaceToDepth": _block("SpaceToDepth"),
+    "Cumsum": cumsum,
+    "TopKV2": top_k,
+    "BroadcastTo": broadcast_to,
+    "ZerosLike": _like(0.0),
+    "OnesLike": _like(1.0),
 }
 
 
