@@ -4,7 +4,8 @@ Inputs are small synthetic text pages and lines, so that CI on lavapipe and PoCL
 the CPU) stays quick. Tolerances are absolute, on outputs in [0, 1]: the detector's text
 probability after a sigmoid, the recogniser's per-step softmax. They cover float32 sums in
 another order through some sixty convolutions and the GPU's few-ulp exp, division and
-square root; the largest differences measured on lavapipe and PoCL are about a third of them.
+square root; the largest differences measured on lavapipe and PoCL are 2.5e-5 (detector)
+and 6.5e-5 (recogniser).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def recogniser_lines() -> list[dict[str, np.ndarray]]:
 
 
 MODELS: dict[str, tuple[str, Callable[[], list[dict[str, np.ndarray]]], float]] = {
-    "pp-ocrv4-det": ("ch_PP-OCRv4_det_infer.onnx", detector_pages, 2e-4),
+    "pp-ocrv4-det": ("ch_PP-OCRv4_det_infer.onnx", detector_pages, 1e-4),
     "pp-ocrv4-rec": ("ch_PP-OCRv4_rec_infer.onnx", recogniser_lines, 2e-4),
 }
 

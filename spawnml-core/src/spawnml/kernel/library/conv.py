@@ -82,7 +82,7 @@ def conv_direct(
         b = j // (OW * OH * OD * M)
         cg = C // G
         first = (m // (M // G)) * cg
-        acc = bias[m]
+        acc = T(0)
         for c in range(cg):
             plane = (b * C + first + c) * D
             for kd in range(KD):
@@ -96,7 +96,8 @@ def conv_direct(
                                 if 0 <= ix < W:
                                     tap = ((m * cg + c) * KD + kd) * KH + kh
                                     acc += x[((plane + iz) * H + iy) * W + ix] * w[tap * KW + kw]
-        y[i] = acc
+        out = acc + bias[m]
+        y[i] = out
 
 
 @kernel(workgroup=("TILE", "TILE"))
@@ -224,7 +225,7 @@ def conv_transpose(
         cg = C // G
         mg = M // G
         first = (m // mg) * cg
-        acc = bias[m]
+        acc = T(0)
         for c in range(cg):
             plane = (b * C + first + c) * D
             for kd in range(KD):
@@ -241,4 +242,5 @@ def conv_transpose(
                                 if tx >= 0 and tx % SW == 0 and ix < W:
                                     tap = (((first + c) * mg + m % mg) * KD + kd) * KH + kh
                                     acc += x[((plane + iz) * H + iy) * W + ix] * w[tap * KW + kw]
-        y[i] = acc
+        out = acc + bias[m]
+        y[i] = out
