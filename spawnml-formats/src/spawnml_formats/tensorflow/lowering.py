@@ -40,7 +40,7 @@ VARIABLES = frozenset(
     {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "VarIsInitializedOp"}
 )
 #: Operators that produce no tensor a graph output could be.
-NOT_OUTPUTS = frozenset({"Const", "NoOp", "Placeholder", "Assert"})
+NOT_OUTPUTS = frozenset({"Const", "Placeholder"})
 
 
 class NotExpressible(Exception):
@@ -167,10 +167,8 @@ class Lowering:
             folded = self.constant(name)
             if folded is not None:
                 tensor.tf = self.initializer(folded, name)
-            elif tensor.nchw is not None:
+            else:  # held channels-first only
                 tensor.tf = self._node("Transpose", [tensor.nchw], self._claim(name), {"perm": TO_NHWC})
-            else:
-                raise ModelLoadError(f"{self.described}: tensor {name!r} is read before it is written")
         return tensor.tf
 
     def channels_first(self, name: str) -> str:

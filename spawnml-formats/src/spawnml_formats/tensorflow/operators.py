@@ -110,8 +110,8 @@ def _define_spatial(lw: Lowering, op: Op, fmt: str, name: str) -> None:
 Build = Callable[[Lowering, Op, list[str]], str]
 
 
-def _onnx(op_type: str, **attrs: Any) -> Build:
-    return lambda lw, op, names: lw.emit(op_type, names, attrs)
+def _onnx(op_type: str) -> Build:
+    return lambda lw, op, names: lw.emit(op_type, names)
 
 
 def _elementwise(build: Build, compute: Callable[..., np.ndarray] | None = None, arity: int = 1) -> Lower:
@@ -207,11 +207,14 @@ def bias_add(lw: Lowering, op: Op) -> None:
 # -- convolution, pooling, normalisation -------------------------------------------------------
 
 
+def _conv_attrs(op: Op, spatial: list[int]) -> dict[str, Any]:
+    dilations = _four(op, "dilations", [1, 1, 1, 1])
+    return _window(op, spatial) | {"dilations": [dilations[axis] for axis in spatial]}
+
+
 def conv2d(lw: Lowering, op: Op) -> None:
     fmt, spatial = _spatial_axes(op)
-    attrs = _window(op, spatial)
-    dilations = _four(op, "dilations", [1, 1, 1, 1])
-    attrs["dilations"] = [dilations[axis] for axis in spatial]
+    attrs = _conv_attrs(op, spatial)
     filters = lw.constant(op.input(1))
     if filters is None:
         weights = lw.emit("Transpose", [lw.value(op.input(1))], {"perm": [3, 2, 0, 1]})
@@ -222,9 +225,7 @@ def conv2d(lw: Lowering, op: Op) -> None:
 
 def depthwise_conv2d(lw: Lowering, op: Op) -> None:
     fmt, spatial = _spatial_axes(op)
-    attrs = _window(op, spatial)
-    dilations = _four(op, "dilations", [1, 1, 1, 1])
-    attrs["dilations"] = [dilations[axis] for axis in spatial]
+    attrs = _conv_attrs(op, spatial)
     filters = _constant(lw, op.input(1), "depthwise filter")
     if filters.ndim != 4:
         raise ModelLoadError(f"{op.type} node {op.name!r} has a filter of shape {filters.shape}")
@@ -250,7 +251,8 @@ def conv2d_transpose(lw: Lowering, op: Op) -> None:
         extent = (filters.shape[position] - 1) * dilations[axis] + 1
         steps = -(-size // stride) if padding == "SAME" else (size - extent) // stride + 1
         total = max((steps - 1) * stride + extent - size, 0) if padding == "SAME" else 0
-        begins.append(total // 2), ends.append(total - total // 2)
+        begins.append(total // 2)
+        ends.append(total - total // 2)
         extra.append(size - ((steps - 1) * stride + extent - total))
     attrs = {
         "strides": [strides[axis] for axis in spatial],
@@ -368,20 +370,20 @@ def _operand(lw: Lowering, name: str, swapped: bool) -> str:
 
 
 def matmul(lw: Lowering, op: Op) -> None:
-    first, second = op.input(0), op.input(1)
     inputs = []
-    for name, flag in ((first, op.attr("transpose_a", False)), (second, op.attr("transpose_b", False))):
-        if flag and lw.constant(name) is None:
+    for position, flag in ((0, "transpose_a"), (1, "transpose_b")):
+        name, swapped = op.input(position), op.attr(flag, False)
+        if swapped and lw.constant(name) is None:  # a matrix: its transpose is a node
             inputs.append(lw.emit("Transpose", [lw.value(name)], {"perm": [1, 0]}))
         else:
-            inputs.append(_operand(lw, name, bool(flag)))
+            inputs.append(_operand(lw, name, swapped))
     lw.define(op, lw.emit("MatMul", inputs))
 
 
 def batch_matmul(lw: Lowering, op: Op) -> None:
     inputs = [
-        _operand(lw, op.input(0), bool(op.attr("adj_x", False))),
-        _operand(lw, op.input(1), bool(op.attr("adj_y", False))),
+        _operand(lw, op.input(0), op.attr("adj_x", False)),
+        _operand(lw, op.input(1), op.attr("adj_y", False)),
     ]
     lw.define(op, lw.emit("MatMul", inputs))
 
@@ -398,10 +400,7 @@ def reshape(lw: Lowering, op: Op) -> None:
     x, shape = op.input(0), op.input(1)
     value, dims = lw.constant(x), lw.constant(shape)
     if value is not None and dims is not None:
-        try:
-            lw.fold(op, value.reshape([int(dim) for dim in dims.reshape(-1)]))
-        except ValueError as error:
-            raise ModelLoadError(f"Reshape node {op.name!r}: {error}") from error
+        lw.fold(op, value.reshape([int(dim) for dim in dims.reshape(-1)]))
         return
     lw.define(op, lw.emit("Reshape", [lw.value(x), _int64(lw, shape, "shape")], {"allowzero": 1}))
 
@@ -425,7 +424,7 @@ def expand_dims(lw: Lowering, op: Op) -> None:
 
 
 def squeeze(lw: Lowering, op: Op) -> None:
-    axes = [int(axis) for axis in op.attr("squeeze_dims", [])]
+    axes = op.attr("squeeze_dims", [])
     inputs = [lw.value(op.input(0))] + ([lw.ints(axes, "axes")] if axes else [])
     lw.define(op, lw.emit("Squeeze", inputs))
 
@@ -448,14 +447,16 @@ def strided_slice(lw: Lowering, op: Op) -> None:
         if step == 0:
             raise ModelLoadError(f"StridedSlice node {op.name!r} has a zero stride")
         if shrink >> axis & 1:
-            start, stop, step = start, (INT64_MAX if start == -1 else start + 1), 1
+            stop, step = (INT64_MAX if start == -1 else start + 1), 1
             squeezed.append(axis)
         else:
             if begin_mask >> axis & 1:
                 start = 0 if step > 0 else INT64_MAX
             if end_mask >> axis & 1:
                 stop = INT64_MAX if step > 0 else INT64_MIN
-        starts.append(start), ends.append(stop), steps.append(step)
+        starts.append(start)
+        ends.append(stop)
+        steps.append(step)
     inputs = [lw.value(op.input(0)), lw.ints(starts, "starts"), lw.ints(ends, "ends")]
     sliced = lw.emit("Slice", [*inputs, lw.ints(range(len(starts)), "axes"), lw.ints(steps, "steps")])
     if squeezed:
@@ -471,13 +472,10 @@ def slice_(lw: Lowering, op: Op) -> None:
 
 
 def pack(lw: Lowering, op: Op) -> None:
-    axis = int(op.attr("axis", 0))
+    axis = op.attr("axis", 0)
     values = [lw.constant(name) for name in op.inputs]
     if values and all(value is not None for value in values):
-        try:
-            lw.fold(op, np.stack(values, axis))
-        except ValueError as error:
-            raise ModelLoadError(f"Pack node {op.name!r}: {error}") from error
+        lw.fold(op, np.stack(values, axis))
         return
     axes = lw.ints([axis], "axis")
     parts = [lw.emit("Unsqueeze", [lw.value(name), axes]) for name in op.inputs]
@@ -494,13 +492,13 @@ def _split_outputs(lw: Lowering, op: Op, inputs: list[str], axis: int, count: in
 
 
 def unpack(lw: Lowering, op: Op) -> None:
-    count, axis = int(op.attr("num", 0)), int(op.attr("axis", 0))
+    count, axis = op.attr("num", 0), op.attr("axis", 0)
     _split_outputs(lw, op, [lw.value(op.input(0))], axis, count, drop=True)
 
 
 def split(lw: Lowering, op: Op) -> None:
     axis = _ints(lw, op.input(0), "split axis")[0]
-    _split_outputs(lw, op, [lw.value(op.input(1))], axis, int(op.attr("num_split", 1)), drop=False)
+    _split_outputs(lw, op, [lw.value(op.input(1))], axis, op.attr("num_split", 1), drop=False)
 
 
 def split_v(lw: Lowering, op: Op) -> None:
@@ -614,7 +612,7 @@ def _alias(lw: Lowering, op: Op) -> None:
 
 
 def _nothing(lw: Lowering, op: Op) -> None:
-    """Operators that only order others (NoOp)."""
+    """Operators with no output: NoOp, and Assert, whose checks a frozen graph does not need."""
 
 
 def _unary(op_type: str, compute: Callable[[np.ndarray], np.ndarray] | None = None) -> Lower:
@@ -633,6 +631,7 @@ LOWERINGS: dict[str, Lower] = {
     "Snapshot": _alias,
     "EnsureShape": _alias,
     "NoOp": _nothing,
+    "Assert": _nothing,
     # elementwise, one input
     "Relu": _unary("Relu"),
     "Relu6": _elementwise(_clip(0.0, 6.0)),
@@ -671,7 +670,7 @@ LOWERINGS: dict[str, Lower] = {
     "Sub": _binary(_onnx("Sub"), np.subtract),
     "Mul": _binary(_onnx("Mul"), np.multiply),
     "RealDiv": _binary(_onnx("Div"), np.divide),
-    "Div": _binary(_float_only(_onnx("Div")), np.divide),
+    "Div": _binary(_float_only(_onnx("Div"))),
     "FloorDiv": _binary(_float_only(_floor_div)),
     "Maximum": _binary(_onnx("Max"), np.maximum),
     "Minimum": _binary(_onnx("Min"), np.minimum),
