@@ -68,6 +68,52 @@ class GraphBuilder:
         nodes[-1].outputs, nodes[-1].name = [renamed], renamed
         return renamed
 
+    def strided_slice(
+        self,
+        x: str,
+        begin: list[int],
+        end: list[int],
+        strides: list[int],
+        masks: tuple[list[bool], list[bool], list[bool]],
+    ) -> str:
+        """``x[begin:end:strides]`` on every axis; masked begins and ends take the whole axis and
+        squeezed axes are removed (begin, end and squeeze masks, as in Core ML and TensorFlow)."""
+        begin_mask, end_mask, squeeze_mask = (mask or [False] * len(begin) for mask in masks)
+        if (
+            not len(begin)
+            == len(end)
+            == len(strides)
+            == len(begin_mask)
+            == len(end_mask)
+            == len(squeeze_mask)
+        ):
+            raise ModelLoadError(
+                f"a slice in {self.described} has begins, ends, strides and masks of different lengths"
+            )
+        if 0 in strides:
+            raise ModelLoadError(f"a slice in {self.described} has a zero stride")
+        first, last = (-(2**63), 2**63 - 1)
+        starts = [
+            (last if s < 0 else 0) if m else b for b, s, m in zip(begin, strides, begin_mask, strict=True)
+        ]
+        ends = [
+            (first if s < 0 else last) if m else e for e, s, m in zip(end, strides, end_mask, strict=True)
+        ]
+        for axis, squeeze in enumerate(squeeze_mask):
+            if squeeze:
+                ends[axis] = starts[axis] + 1 if starts[axis] != -1 else last
+        axes = list(range(len(begin)))
+        inputs = [
+            x,
+            self.ints(starts, "starts"),
+            self.ints(ends, "ends"),
+            self.ints(axes, "axes"),
+            self.ints(strides, "steps"),
+        ]
+        y = self.emit("Slice", inputs)
+        squeezed = [axis for axis, squeeze in enumerate(squeeze_mask) if squeeze]
+        return self.emit("Squeeze", [y, self.ints(squeezed, "axes")]) if squeezed else y
+
     def checkpoint(self) -> tuple[int, set[str]]:
         """What :meth:`rollback` needs to undo the nodes and initializers a lowering starts to add."""
         return len(self.graph.nodes), set(self.graph.initializers)

@@ -315,6 +315,33 @@ def _conv(op: Op) -> str:
     return op.b.emit("Conv", inputs, window(attrs, op.where))
 
 
+def _conv_transpose(op: Op) -> str:
+    """ConvTranspose; an ``output_shape`` is kept only where it is the one the padding gives."""
+    spatial = op.rank("x") - 2
+    if op.const("pad_type", "valid") == "same":
+        raise NotExpressible("conv_transpose with same padding")
+    attrs = _spatial(op, spatial)
+    attrs.update(dilations=op.ints("dilations", [1] * spatial), group=int(op.number("groups", 1)))
+    if op.has("output_shape") and op.ints("output_shape")[2:] != _transposed_size(op, attrs):
+        raise NotExpressible("conv_transpose with an output shape other than its padding gives")
+    inputs = [op.tensor("x"), op.tensor("weight")] + ([op.tensor("bias")] if op.has("bias") else [])
+    return op.b.emit("ConvTranspose", inputs, window(attrs, op.where))
+
+
+def _transposed_size(op: Op, attrs: dict[str, Any]) -> list[int | None]:
+    """The spatial output size of a transposed convolution from its input and kernel sizes."""
+    sizes, kernel = (op.shape("x") or ())[2:], (op.shape("weight") or ())[2:]
+    pads = attrs.get("pads", [0] * 2 * len(sizes))
+    return [
+        None
+        if size is None or k is None
+        else (size - 1) * s + (k - 1) * d + 1 - pads[i] - pads[i + len(sizes)]
+        for i, (size, k, s, d) in enumerate(
+            zip(sizes, kernel, attrs["strides"], attrs["dilations"], strict=False)
+        )
+    ]
+
+
 def _pool(onnx_op: str) -> Callable[[Op], str]:
     def lower(op: Op) -> str:
         kernel = op.ints("kernel_sizes")
@@ -383,6 +410,27 @@ def _concat(op: Op) -> str:
     if bool(np.asarray(op.const("interleave", False))):
         raise NotExpressible("interleaved concat")
     return op.b.emit("Concat", op.tensors("values"), {"axis": int(op.number("axis", 0))})
+
+
+def _slice_by_index(op: Op) -> str:
+    """``x[begin:end:stride]`` with constant bounds (computed bounds are not expressed)."""
+    rank = op.rank("x")
+    begin, end = op.ints("begin"), op.ints("end")
+    strides = op.ints("stride", [1] * rank)
+    masks = tuple(
+        [bool(flag) for flag in op.ints(key, [0] * rank) or []]
+        for key in ("begin_mask", "end_mask", "squeeze_mask")
+    )
+    return op.b.strided_slice(op.tensor("x"), begin or [], end or [], strides or [], masks)
+
+
+def _slice_by_size(op: Op) -> str:
+    """``size`` elements from ``begin`` on each axis (``-1``: to the end), with constant bounds."""
+    begin, size = op.ints("begin") or [], op.ints("size") or []
+    if len(begin) != len(size):
+        raise ModelLoadError(f"{op.where} has {len(begin)} begins but {len(size)} sizes")
+    end = [start + count if count != -1 else 2**63 - 1 for start, count in zip(begin, size, strict=True)]
+    return op.b.strided_slice(op.tensor("x"), begin, end, [1] * len(begin), ([], [], []))
 
 
 def _axes_op(onnx_op: str) -> Callable[[Op], str]:
@@ -473,12 +521,15 @@ OPERATIONS: dict[str, Callable[[Op], str]] = {
     "linear": _linear,
     "matmul": _matmul,
     "conv": _conv,
+    "conv_transpose": _conv_transpose,
     "max_pool": _pool("MaxPool"),
     "avg_pool": _pool("AveragePool"),
     "layer_norm": _layer_norm,
     "batch_norm": _batch_norm,
     "reshape": _reshape,
     "transpose": _transpose,
+    "slice_by_index": _slice_by_index,
+    "slice_by_size": _slice_by_size,
     "concat": _concat,
     "squeeze": _axes_op("Squeeze"),
     "expand_dims": _axes_op("Unsqueeze"),

@@ -147,8 +147,8 @@ def _same_rank(op: Layer, name: str) -> Lowered:
 
 def _convolution(op: Layer) -> Lowered:
     p = op.params
-    if p.isDeconvolution:
-        raise NotExpressible("deconvolution")
+    if p.isDeconvolution and (p.WhichOneof("ConvolutionPaddingType") == "same" or len(op.inputs) != 1):
+        raise NotExpressible("deconvolution with same padding or computed weights")
     groups = p.nGroups or 1
     kernel = list(p.kernelSize) or [3, 3]
     attrs: dict[str, Any] = {
@@ -158,14 +158,19 @@ def _convolution(op: Layer) -> Lowered:
         "kernel_shape": kernel,
     }
     attrs.update(_padding(p, "ConvolutionPaddingType"))
-    if len(op.inputs) == 2:
+    if p.isDeconvolution:  # weights [C_in, C_out / groups, kH, kW], as ConvTranspose takes them
+        weight = op.weights(p.weights, (p.kernelChannels, p.outputChannels // groups, *kernel), "weight")
+        if p.outputShape:
+            attrs["output_shape"] = list(p.outputShape)
+    elif len(op.inputs) == 2:
         weight = op.inputs[1]
     else:
         weight = op.weights(p.weights, (p.outputChannels, p.kernelChannels, *kernel), "weight")
     inputs = [op.x, weight]
     if p.hasBias:
         inputs.append(op.weights(p.bias, (p.outputChannels,), "bias"))
-    return _same_rank(op, op.net.b.emit("Conv", inputs, window(attrs, op.where)))
+    kind = "ConvTranspose" if p.isDeconvolution else "Conv"
+    return _same_rank(op, op.net.b.emit(kind, inputs, window(attrs, op.where)))
 
 
 def _padding(p: Any, oneof: str) -> dict[str, Any]:
@@ -442,13 +447,45 @@ def _gelu(op: Layer) -> Lowered:
     return _same_rank(op, b.emit("Gelu", [op.x], {"approximate": "tanh" if mode == 1 else "none"}))
 
 
-def _reduce_mean(op: Layer) -> Lowered:
+def _reduce(onnx_op: str) -> Callable[[Layer], Lowered]:
+    """The ``reduce*`` layers: over ``axes`` (or all), keeping the reduced axes or not."""
+
+    def lower(op: Layer) -> Lowered:
+        p, b = op.params, op.net.b
+        inputs = [op.x] if p.reduceAll else [op.x, b.ints(list(p.axes), "axes")]
+        rank = op.ranks[0]
+        if not p.keepDims:
+            rank = 0 if p.reduceAll else None if rank is None else rank - len(p.axes)
+        return b.emit(onnx_op, inputs, {"keepdims": int(p.keepDims)}), rank
+
+    return lower
+
+
+def _slice_static(op: Layer) -> Lowered:
+    p = op.params
+    masks = (list(p.beginMasks), list(p.endMasks), list(p.squeezeMasks))
+    y = op.net.b.strided_slice(op.x, list(p.beginIds), list(p.endIds), list(p.strides), masks)
+    squeezed = sum(p.squeezeMasks)
+    return y, None if op.ranks[0] is None else op.ranks[0] - squeezed
+
+
+def _slice(op: Layer) -> Lowered:
+    """The rank-agnostic ``slice`` layer: one of the last three axes."""
     p, b = op.params, op.net.b
-    inputs = [op.x] if p.reduceAll else [op.x, b.ints(list(p.axes), "axes")]
-    rank = op.ranks[0]
-    if not p.keepDims:
-        rank = 0 if p.reduceAll else None if rank is None else rank - len(p.axes)
-    return b.emit("ReduceMean", inputs, {"keepdims": int(p.keepDims)}), rank
+    if p.stride < 1:
+        raise ModelLoadError(f"{op.where} has stride {p.stride}")
+    axis = {0: -3, 1: -2, 2: -1}.get(p.axis)
+    if axis is None:
+        raise NotExpressible(f"slice axis {p.axis}")
+    inputs = [op.x, b.ints([p.startIndex], "starts"), b.ints([p.endIndex], "ends"), b.ints([axis], "axes")]
+    return _same_rank(op, b.emit("Slice", [*inputs, b.ints([p.stride], "steps")]))
+
+
+def _clip(op: Layer) -> Lowered:
+    p = op.params
+    return _same_rank(
+        op, op.net.b.emit("Clip", [op.x, op.scalar(p.minVal, "min"), op.scalar(p.maxVal, "max")])
+    )
 
 
 LAYERS: dict[str, Callable[[Layer], Lowered]] = {
@@ -479,5 +516,11 @@ LAYERS: dict[str, Callable[[Layer], Lowered]] = {
     "loadConstantND": _load_constant_nd,
     "unary": _unary,
     "gelu": _gelu,
-    "reduceMean": _reduce_mean,
+    "clip": _clip,
+    "slice": _slice,
+    "sliceStatic": _slice_static,
+    **{
+        f"reduce{name}": _reduce(f"Reduce{name}")
+        for name in ("Mean", "Sum", "Max", "Min", "Prod", "SumSquare", "LogSum", "LogSumExp")
+    },
 }
