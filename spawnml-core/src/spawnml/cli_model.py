@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import InvalidArgumentError, SpawnMLError
-from .formats import FormatLoader, ModelSource, detect
+from .formats import FormatLoader, ModelSource, detect, save_onnx
 from .ir import Graph
 
 #: Metadata values longer than this are cut in reports (tokenizer vocabularies run to megabytes).
@@ -246,18 +246,8 @@ def convert(model: str, output: str, level: str = "disable", providers: list[str
             f"{model!r} is a {loader.name} file: weights only, with no graph to convert to ONNX"
         )
     graph = optimize(load(model), level, resolve_providers(providers), operators())
-    onnx_writer().save(graph, output, operators())
+    save_onnx(graph, output)
     return graph
-
-
-def onnx_writer() -> FormatLoader:
-    """The installed format plugin that writes ``.onnx`` files."""
-    from .plugins import formats
-
-    for loader in formats().values():
-        if loader.writes and ".onnx" in loader.extensions:
-            return loader
-    raise InvalidArgumentError("no installed format plugin writes .onnx files (pip install spawnml-formats)")
 
 
 def run_convert(args: argparse.Namespace) -> int:

@@ -159,3 +159,14 @@ def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Grap
     graph.toposort()  # validates wiring: cycles, dangling names, duplicate producers
     operators().validate(graph)
     return graph
+
+
+def save_onnx(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` as an ONNX file through the installed format plugin that writes ``.onnx``."""
+    from .plugins import formats, operators
+
+    for loader in formats().values():
+        if loader.writes and ".onnx" in loader.extensions:
+            loader.save(graph, path, operators())
+            return
+    raise InvalidArgumentError("no installed format plugin writes .onnx files (pip install spawnml-formats)")

@@ -39,15 +39,24 @@ def device_of(tensors: Sequence[Tensor | None]) -> Backend:
     return next(iter(backends.values()))
 
 
-def run(op_type: str, inputs: Sequence[Tensor | None], *, outputs: int = 1, domain: str = "", **attrs: Any):
-    """``op_type`` applied to ``inputs`` (``None`` for omitted optional inputs) on their backend.
+def run(
+    op_type: str,
+    inputs: Sequence[Tensor | None],
+    *,
+    outputs: int = 1,
+    domain: str = "",
+    opset: int | None = None,
+    **attrs: Any,
+):
+    """``op_type`` applied to ``inputs`` (``None`` for omitted optional inputs) on their backend,
+    with the operator's version at ``opset`` (by default that of :data:`OPSETS`).
 
     Returns one :class:`Tensor`, or a tuple of ``outputs`` tensors (``None`` where the kernel
     produced nothing). The result does not track gradients; :class:`~spawnml.autograd.Function`
     subclasses do that.
     """
     backend = device_of(inputs)
-    opset = OPSETS.get(domain, 1)
+    opset = opset if opset is not None else OPSETS.get(domain, 1)
     schema, spec = _resolve(backend, domain, op_type, opset)
     node = Node(
         op_type,

@@ -5,5 +5,6 @@ from __future__ import annotations
 from . import functional, init
 from .modules import *  # noqa: F403  (the layers, listed in modules.__all__)
 from .modules import __all__ as _modules
+from .onnx_module import OnnxModule, from_onnx
 
-__all__ = ["functional", "init", *_modules]
+__all__ = ["OnnxModule", "from_onnx", "functional", "init", *_modules]
