@@ -53,8 +53,8 @@ def test_softmax_with_dtype_and_second_order_gradient():
 def functional(name: str, **kwargs):
     """``F.name`` on SpawnML's side and on torch's, applied to the same arguments."""
 
-    def call(m, *args):
-        return getattr(F if m is spawnml else TF, name)(*args, **kwargs)
+    def call(m, *args, **more):
+        return getattr(F if m is spawnml else TF, name)(*args, **kwargs, **more)
 
     return call
 
@@ -143,3 +143,62 @@ def test_pointwise_losses(name, reduction):
 def test_legacy_reduction_arguments():
     check(functional("mse_loss", size_average=False), [f32(3, 2), f32(3, 2)])
     check(functional("l1_loss", reduce=False), [f32(3, 2), f32(3, 2)])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_smooth_l1_and_huber_losses_at_and_around_the_threshold(reduction):
+    target = np.zeros(9, np.float32)
+    differences = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -3.0, 0.25, 1.5], np.float32)
+    for beta in (1.0, 0.5, 0.0):
+        check(functional("smooth_l1_loss", reduction=reduction, beta=beta), [differences, target])
+    for delta in (1.0, 0.5, 2.0):
+        check(functional("huber_loss", reduction=reduction, delta=delta), [differences, target])
+    check(functional("smooth_l1_loss", reduction=reduction), [f32(3, 4) * 2, f32(3, 4)])
+    weighted = functional("huber_loss", reduction=reduction)
+    check(lambda m, x, t, w: weighted(m, x, t, weight=w), [f32(3, 4) * 2, f32(3, 4), np.abs(f32(3, 4))])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_including_certain_predictions(reduction):
+    probabilities = np.array([0.0, 1.0, 0.3, 0.999, 1e-6, 0.5], np.float32)
+    targets = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.25], np.float32)
+    check(functional("binary_cross_entropy", reduction=reduction), [probabilities, targets])
+    inside = 1 / (1 + np.exp(-f32(3, 4)))
+    bce = functional("binary_cross_entropy", reduction=reduction)
+    check(lambda m, x, t: bce(m, x, t, m.tensor(WEIGHT34)), [inside, rng.random((3, 4)).astype(np.float32)])
+    with pytest.raises(spawnml.InvalidArgumentError, match="between 0 and 1"):
+        F.binary_cross_entropy(spawnml.tensor([1.5]), spawnml.tensor([1.0]))
+
+
+WEIGHT34 = np.abs(rng.standard_normal((3, 4))).astype(np.float32)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_with_logits_and_pos_weight(reduction):
+    logits = np.array(
+        [[0.0, 50.0, -50.0, 3.0], [-1.0, 100.0, -100.0, 0.5], [2.0, -2.0, 1e-3, -7.0]], np.float32
+    )
+    targets = rng.random((3, 4)).astype(np.float32)
+    loss = functional("binary_cross_entropy_with_logits", reduction=reduction)
+    check(loss, [logits, targets])
+    check(
+        lambda m, x, t: loss(m, x, t, m.tensor(WEIGHT34), pos_weight=m.tensor([1.0, 2.0, 0.5, 3.0])),
+        [logits, targets],
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(reduction, log_target):
+    log_probabilities = np.log(rng.dirichlet(np.ones(5), 4)).astype(np.float32)
+    target = rng.dirichlet(np.ones(5), 4).astype(np.float32)
+    target = np.log(target) if log_target else target
+    check(functional("kl_div", reduction=reduction, log_target=log_target), [log_probabilities, target])
+
+
+def test_kl_div_where_the_target_is_zero():
+    target = np.array([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]], np.float32)
+    log_probabilities = np.log(np.full((2, 3), 1 / 3, np.float32))
+    check(
+        lambda m, x: functional("kl_div", reduction="batchmean")(m, x, m.tensor(target)), [log_probabilities]
+    )

@@ -8,7 +8,19 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .functions import arith, compare, creation, extrema, indexing, linalg, movement, reduce, shape, softmax
+from .functions import (
+    arith,
+    compare,
+    creation,
+    extrema,
+    indexing,
+    linalg,
+    movement,
+    pointwise,
+    reduce,
+    shape,
+    softmax,
+)
 from .mode import is_grad_enabled, no_grad
 
 
@@ -100,6 +112,19 @@ METHODS: dict[str, Any] = {
     "relu": arith.relu,
     "sigmoid": arith.sigmoid,
     "tanh": arith.tanh,
+    "sin": pointwise.sin,
+    "cos": pointwise.cos,
+    "erf": pointwise.erf,
+    "reciprocal": pointwise.reciprocal,
+    "rsqrt": pointwise.rsqrt,
+    "log1p": pointwise.log1p,
+    "expm1": pointwise.expm1,
+    "square": pointwise.square,
+    "floor": pointwise.floor,
+    "ceil": pointwise.ceil,
+    "round": pointwise.round,
+    "trunc": pointwise.trunc,
+    "sign": pointwise.sign,
     "eq": compare.eq,
     "ne": compare.ne,
     "lt": compare.lt,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from .arith import abs
+from ..function import BackwardNode, Function
+from .activation import logsigmoid
+from .arith import abs, exp, log
 from .compare import logical_and, where
+from .extrema import clamp
 from .indexing import class_mask
 from .movement import reshape, unsqueeze
 from .promotion import cast
@@ -196,3 +199,126 @@ def l1_loss(
     they are equal)."""
     reduction = reduction_of(size_average, reduce, reduction)
     return _weighted(abs(input - target), weight, input, reduction, by_weight=True)
+
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input - target``)."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if beta < 0:
+        raise InvalidArgumentError("smooth_l1_loss does not support negative values for beta.")
+    difference = input - target
+    distance = abs(difference)
+    if beta == 0:
+        return reduce_loss(distance, reduction)
+    loss = where(distance < beta, difference * difference * (0.5 / beta), distance - 0.5 * beta)
+    return reduce_loss(loss, reduction)
+
+
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
+    """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``."""
+    reduction = reduction_of(None, None, reduction)
+    difference = input - target
+    distance = abs(difference)
+    loss = where(distance < delta, difference * difference * 0.5, (distance - 0.5 * delta) * delta)
+    return _weighted(loss, weight, input, reduction, by_weight=False)
+
+
+#: torch's floor under ``log`` in binary cross-entropy, and under ``x * (1 - x)`` in its gradient.
+LOG_FLOOR, GRAD_EPSILON = -100.0, 1e-12
+
+
+class BinaryCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, t: Tensor) -> Tensor:
+        ctx.save_for_backward(x, t)
+        return -(t * clamp(log(x), LOG_FLOOR) + (1 - t) * clamp(log(1 - x), LOG_FLOOR))
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        x, t = ctx.saved_tensors
+        grad_x = grad_t = None
+        if ctx.needs_input_grad[0]:
+            grad_x = grad * (x - t) / clamp((1 - x) * x, GRAD_EPSILON)
+        if ctx.needs_input_grad[1]:
+            grad_t = grad * (log(1 - x) - log(x))  # unfloored, as torch
+        return grad_x, grad_t
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-(t * log(x) + (1 - t) * log(1 - x))`` for probabilities ``x``, logs floored at -100."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise InvalidArgumentError(
+            f"Using a target size ({list(target.shape)}) that is different to the input size "
+            f"({list(input.shape)}) is deprecated. Please ensure they have the same size."
+        )
+    values = input.detach().numpy()
+    if values.size and not ((values >= 0) & (values <= 1)).all():
+        raise InvalidArgumentError("all elements of input should be between 0 and 1")
+    loss = BinaryCrossEntropy.apply(input, target)
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross-entropy of ``sigmoid(input)``, computed stably from the logits; ``pos_weight``
+    weighs the positive term (per class, broadcast over the last dimension)."""
+    reduction = reduction_of(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise InvalidArgumentError(
+            f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})"
+        )
+    log_p = logsigmoid(input)
+    if pos_weight is not None:
+        log_p = log_p * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - log_p
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from log-probabilities ``input``:
+    ``target * (log(target) - input)`` (0 where ``target`` is 0), or with ``log_target``
+    ``exp(target) * (target - input)``; "batchmean" divides the sum by the batch size."""
+    reduction = "batchmean" if reduction == "batchmean" else reduction_of(size_average, reduce, reduction)
+    if log_target:
+        loss = exp(target) * (target - input)
+    else:
+        empty = target == 0
+        loss = where(empty, 0.0, target * log(where(empty, 1.0, target))) - target * input
+    if reduction == "batchmean":
+        return sum(loss) / (input.shape[0] if input.ndim else 1)
+    return reduce_loss(loss, reduction)
