@@ -85,10 +85,16 @@ class Op:
 
     node: Any
     inputs: list[str]
+    described: str
 
     @property
     def name(self) -> str:
         return self.node.name
+
+    @property
+    def where(self) -> str:
+        """The node, for messages: ``'model.pb': Conv2D node 'conv'``."""
+        return f"{self.described}: {self.type} node {self.name!r}"
 
     @property
     def type(self) -> str:
@@ -96,9 +102,7 @@ class Op:
 
     def input(self, position: int) -> str:
         if position >= len(self.inputs):
-            raise ModelLoadError(
-                f"{self.type} node {self.name!r} has {len(self.inputs)} inputs; input {position} is missing"
-            )
+            raise ModelLoadError(f"{self.where} has {len(self.inputs)} inputs; input {position} is missing")
         return self.inputs[position]
 
     def attr(self, key: str, default: Any = None, kind: str | None = None) -> Any:
@@ -125,9 +129,7 @@ class Op:
             default is not None and not isinstance(result, type(default))
         ):
             expected = kind or type(default).__name__
-            raise ModelLoadError(
-                f"{self.type} node {self.name!r} has attribute {key!r} of kind {found}, not {expected}"
-            )
+            raise ModelLoadError(f"{self.where} has attribute {key!r} of kind {found}, not {expected}")
         return result
 
 
@@ -208,7 +210,7 @@ class Lowering:
 
     def fold(self, op: Op, value: np.ndarray, index: int = 0) -> None:
         """Make output ``index`` of ``op`` the constant ``value`` (operators evaluated at load)."""
-        self.limits.check_shape(value.shape, f"node {op.name!r} of {self.described}")
+        self.limits.check_shape(value.shape, op.where)
         self.tensors[tensor_name(op.name, index)] = Tensor(constant=np.asarray(value))
 
     def alias(self, op: Op, name: str, index: int = 0) -> None:
@@ -293,7 +295,7 @@ class Lowering:
         """A ``Const``, decoded when something first reads it."""
         proto = op.attr("value", kind="tensor")
         if proto is None:
-            raise ModelLoadError(f"{self.described}: Const node {op.name!r} has no value")
+            raise ModelLoadError(f"{op.where} has no value")
         self.tensors[op.name] = Tensor(proto=proto)
 
     def output(self, op: Op, name: str) -> None:
@@ -368,7 +370,7 @@ def ordered_ops(
         if node.name in nodes:
             raise ModelLoadError(f"{described} has two nodes named {node.name!r}")
         inputs = [parsed for parsed in map(parse_input, node.input) if parsed is not None]
-        nodes[node.name] = Op(node, [tensor_name(*parsed) for parsed in inputs])
+        nodes[node.name] = Op(node, [tensor_name(*parsed) for parsed in inputs], described)
         for source, index in inputs:
             outputs[source] = max(outputs.get(source, 1), index + 1)
     read = set()

@@ -29,7 +29,7 @@ INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
 def _dtype(op: Op, key: str = "T") -> np.dtype:
-    return element_type(op.attr(key, 1, "type"), f"{op.type} node {op.name!r}")
+    return element_type(op.attr(key, 1, "type"), op.where)
 
 
 def _scalar(lw: Lowering, op: Op, value: float) -> str:
@@ -63,9 +63,7 @@ def _int64(lw: Lowering, name: str, what: str) -> str:
 def _four(op: Op, key: str, default: list[int]) -> list[int]:
     values = op.attr(key, default)
     if len(values) != 4 or not all(isinstance(value, int) and value >= 1 for value in values):
-        raise ModelLoadError(
-            f"{op.type} node {op.name!r} has {key} {values}; four positive integers are needed"
-        )
+        raise ModelLoadError(f"{op.where} has {key} {values}; four positive integers are needed")
     return values
 
 
@@ -89,7 +87,7 @@ def _window(op: Op, spatial: list[int]) -> dict[str, Any]:
     elif padding == "EXPLICIT":
         explicit = op.attr("explicit_paddings", [])
         if len(explicit) != 8:
-            raise ModelLoadError(f"{op.type} node {op.name!r} has explicit paddings {explicit}")
+            raise ModelLoadError(f"{op.where} has explicit paddings {explicit}")
         pairs = np.asarray(explicit).reshape(4, 2)
         attrs["pads"] = [int(pairs[axis][side]) for side in (0, 1) for axis in spatial]
     else:
@@ -121,7 +119,7 @@ def _elementwise(build: Build, compute: Callable[..., np.ndarray] | None = None,
         inputs = [op.input(position) for position in range(arity)] if arity else op.inputs
         values = [lw.constant(name) for name in inputs]
         if compute is not None and all(value is not None for value in values):
-            lw.limits.check_shape(np.broadcast_shapes(*(v.shape for v in values)), f"node {op.name!r}")
+            lw.limits.check_shape(np.broadcast_shapes(*(v.shape for v in values)), op.where)
             lw.fold(op, np.asarray(compute(*values)).astype(values[0].dtype, copy=False))
             return
         layout = lw.layout(inputs)
@@ -228,7 +226,7 @@ def depthwise_conv2d(lw: Lowering, op: Op) -> None:
     attrs = _conv_attrs(op, spatial)
     filters = _constant(lw, op.input(1), "depthwise filter")
     if filters.ndim != 4:
-        raise ModelLoadError(f"{op.type} node {op.name!r} has a filter of shape {filters.shape}")
+        raise ModelLoadError(f"{op.where} has a filter of shape {filters.shape}")
     height, width, channels, multiplier = filters.shape
     weights = filters.reshape(height, width, 1, channels * multiplier).transpose(3, 2, 0, 1)
     attrs["group"] = channels
@@ -440,12 +438,12 @@ def strided_slice(lw: Lowering, op: Op) -> None:
         raise NotExpressible("ellipsis or new-axis strided slices")
     begin, end, strides = (_ints(lw, op.input(position), "slice bounds") for position in (1, 2, 3))
     if not len(begin) == len(end) == len(strides):
-        raise ModelLoadError(f"StridedSlice node {op.name!r} has bounds of different lengths")
+        raise ModelLoadError(f"{op.where} has bounds of different lengths")
     begin_mask, end_mask, shrink = (op.attr(key, 0) for key in ("begin_mask", "end_mask", "shrink_axis_mask"))
     starts, ends, steps, squeezed = [], [], [], []
     for axis, (start, stop, step) in enumerate(zip(begin, end, strides, strict=True)):
         if step == 0:
-            raise ModelLoadError(f"StridedSlice node {op.name!r} has a zero stride")
+            raise ModelLoadError(f"{op.where} has a zero stride")
         if shrink >> axis & 1:
             stop, step = (INT64_MAX if start == -1 else start + 1), 1
             squeezed.append(axis)
@@ -755,6 +753,5 @@ def lower_operator(lw: Lowering, op: Op, outputs: int) -> None:
         except NotExpressible:
             lw.rollback(mark)
         except (ValueError, TypeError, IndexError) as error:  # numpy on shapes and attributes that lie
-            where = f"{lw.described}: {op.type} node {op.name!r}"
-            raise ModelLoadError(f"{where} cannot be lowered: {type(error).__name__}: {error}") from error
+            raise ModelLoadError(f"{op.where} cannot be lowered: {type(error).__name__}: {error}") from error
     lw.keep(op, outputs)

@@ -26,28 +26,31 @@ class _Truncated(Exception):
 def looks_like_graphdef(head: bytes) -> bool:
     """Whether ``head``, the first bytes of a file, looks like a serialized ``GraphDef``."""
     try:
-        if not head or head[0] != _NODE:
+        if head[:1] != bytes([_NODE]):
             return False
         node_length, position = _varint(head, 1)
         end = position + node_length
-        fields = 0
-        while position < min(end, len(head)) and fields < 2:
-            tag = head[position]
-            if tag != (_NAME if fields == 0 else _OP) and not (fields == 0 and tag == _OP):
+        if head[position : position + 1] == bytes([_NAME]):
+            name, position = _field(head, position, end)
+            if name is None or not _printable(name, complete=position <= len(head)):
                 return False
-            length, start = _varint(head, position + 1)
-            if length == 0 or start + length > end:
-                return False
-            text = head[start : start + length]
-            complete = len(text) == length
-            if tag == _OP:
-                return _OP_NAME.fullmatch(text) is not None if complete else bool(_OP_NAME.match(text))
-            if not _printable(text, complete):
-                return False
-            position, fields = start + length, fields + 1
-        return fields > 0
+            if position >= len(head):
+                return True
+        if head[position : position + 1] != bytes([_OP]):
+            return False
+        op, _ = _field(head, position, end)
+        return op is not None and (not op or _OP_NAME.fullmatch(op) is not None)
     except _Truncated:
         return False
+
+
+def _field(head: bytes, position: int, end: int) -> tuple[bytes | None, int]:
+    """The visible bytes of the length-delimited field at ``position`` and where it ends; None
+    when it is empty or runs past the end of its node."""
+    length, start = _varint(head, position + 1)
+    if length == 0 or start + length > end:
+        return None, start + length
+    return head[start : start + length], start + length
 
 
 def _printable(text: bytes, complete: bool) -> bool:
