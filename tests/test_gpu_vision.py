@@ -178,6 +178,14 @@ def test_average_pool(provider, shape, attrs, include_pad):
     compare(provider, onnx_model, {"x": x}, **summed(math.prod(attrs["kernel_shape"])))
 
 
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize(("shape", "attrs"), POOLS, ids=lambda v: str(v).replace(" ", ""))
+def test_lp_pool(provider, shape, attrs, p):
+    x = f32(*shape)
+    onnx_model = model("LpPool", {"x": x}, opset=18, p=p, **attrs)
+    compare(provider, onnx_model, {"x": x}, **summed(math.prod(attrs["kernel_shape"])))
+
+
 @pytest.mark.parametrize("shape", [(2, 3, 7, 9), (1, 5, 200), (1, 2, 3, 4, 5)], ids=str)
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
 def test_global_pools(provider, op, shape):

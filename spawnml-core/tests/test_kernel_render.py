@@ -106,6 +106,7 @@ KERNELS = {
             conv.conv_transpose.specialize(T=f32, **WINDOW),
             pool.max_pool.specialize(T=i32, **WINDOW),
             pool.average_pool.specialize(T=f32, INCLUDE_PAD=True, **WINDOW),
+            pool.lp_pool.specialize(T=f32, P=3, **WINDOW),
             pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=True),
             norm.batch_norm.specialize(T=f32),
             norm.group_norm.specialize(T=f32, BLOCK=32),

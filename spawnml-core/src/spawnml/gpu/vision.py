@@ -25,7 +25,7 @@ from ..kernel.ir import Kernel, f32
 from ..kernel.library import pad as padding
 from ..kernel.library.conv import activated, conv_direct, conv_gemm, conv_transpose
 from ..kernel.library.norm import batch_norm, group_norm
-from ..kernel.library.pool import average_pool, global_pool, max_pool
+from ..kernel.library.pool import average_pool, global_pool, lp_pool, max_pool
 from ..kernel.library.resize import resample_axis
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from ..ops.defs.tensor import constant_value
@@ -237,6 +237,15 @@ def average_pool_(ctx: KernelContext, x: Array) -> Array:
     k = average_pool.specialize(T=f32, INCLUDE_PAD=include, **dict(windows.constants))
     ends = dict(zip(("ed", "eh", "ew"), windows.ends, strict=True))
     ctx.backend.launch_flat(k, [x, y], y.size, **_scalars(windows), **ends)
+    return y
+
+
+@GPU_KERNELS.register("LpPool", since=2, dtypes=FLOAT32)
+def lp_pool_(ctx: KernelContext, x: Array) -> Array:
+    _float(x, "LpPool")
+    windows, y = _pooled(ctx, x)
+    k = lp_pool.specialize(T=f32, P=int(ctx.attrs.get("p", 2)), **dict(windows.constants))
+    ctx.backend.launch_flat(k, [x, y], y.size, **_scalars(windows))
     return y
 
 

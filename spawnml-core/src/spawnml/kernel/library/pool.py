@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, shared
+from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, pow, shared
 
 
 @kernel(workgroup=(64,))
@@ -158,3 +158,50 @@ def global_pool(
         stride = stride // 2
     if lid == 0 and row < rows:
         y[row] = tile[0] / T(D) if AVERAGE else tile[0]
+
+
+@kernel(workgroup=(64,))
+def lp_pool(
+    x: ReadBuffer[T],  # noqa: F821
+    y: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    D: i32,
+    H: i32,
+    W: i32,
+    OD: i32,
+    OH: i32,
+    OW: i32,
+    bd: i32,
+    bh: i32,
+    bw: i32,
+    T: Const[Scalar],
+    KD: Const[int],
+    KH: Const[int],
+    KW: Const[int],
+    SD: Const[int],
+    SH: Const[int],
+    SW: Const[int],
+    DD: Const[int],
+    DH: Const[int],
+    DW: Const[int],
+    P: Const[int],
+):
+    """The ``P``-norm of each window, ``sum(|x| ** P) ** (1 / P)`` (padding adds nothing)."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        j = i32(i)
+        ow = j % OW
+        oh = (j // OW) % OH
+        od = (j // (OW * OH)) % OD
+        plane = j // (OW * OH * OD)
+        total = T(0)
+        for kd in range(KD):
+            iz = od * SD - bd + kd * DD
+            for kh in range(KH):
+                iy = oh * SH - bh + kh * DH
+                for kw in range(KW):
+                    ix = ow * SW - bw + kw * DW
+                    if 0 <= iz < D and 0 <= iy < H and 0 <= ix < W:
+                        total += pow(abs(x[((plane * D + iz) * H + iy) * W + ix]), T(P))
+        y[i] = pow(total, T(1.0 / P))
