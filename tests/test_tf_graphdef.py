@@ -238,6 +238,8 @@ OPERATORS: dict[str, tuple[Callable, list[tf.TensorSpec]]] = {
             x[-1:, 0],
             tf.slice(x, [0, 1, 1], [-1, 2, 2]),
             tf.gather(x, [2, 0], axis=2),
+            tf.gather_nd(x, [[1, 2], [0, 3]]),
+            tf.one_hot(tf.argmax(x, axis=2), 5, 2.0, -1.0, axis=1),
         ),
         [spec(3, 4, 5)],
     ),

@@ -138,7 +138,7 @@ class Lowering:
 
     def __init__(self, graph_def: graph_pb2.GraphDef, described: str, limits: Limits) -> None:
         self.described, self.limits = described, limits
-        self.graph = Graph(opset_imports={"": OPSET, DOMAIN: 1}, name="main")
+        self.graph = Graph(opset_imports={"": OPSET}, name="main")
         self.tensors: dict[str, Tensor] = {}
         self._reserved = {node.name for node in graph_def.node}
         self._used: set[str] = set()
@@ -311,6 +311,7 @@ class Lowering:
         inputs = [self.value(name) for name in op.inputs]
         names = [self._claim(tensor_name(op.name, index)) for index in range(outputs)]
         self.graph.nodes.append(Node(op.type, inputs, names, name=op.name, domain=DOMAIN))
+        self.graph.opset_imports[DOMAIN] = 1
         for index, name in enumerate(names):
             self.tensors[tensor_name(op.name, index)] = Tensor(tf=name)
 

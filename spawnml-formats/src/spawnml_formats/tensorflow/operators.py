@@ -520,6 +520,19 @@ def gather(lw: Lowering, op: Op) -> None:
     lw.define(op, lw.emit("Gather", inputs, {"axis": axis}))
 
 
+def gather_nd(lw: Lowering, op: Op) -> None:
+    indices = _cast(lw, lw.value(op.input(1)), np.int64)
+    lw.define(op, lw.emit("GatherND", [lw.value(op.input(0)), indices]))
+
+
+def one_hot(lw: Lowering, op: Op) -> None:
+    """OneHot: ai.onnx takes the off and on values as one two-element tensor."""
+    axis = lw.ints([0], "axis")
+    off, on = (lw.emit("Unsqueeze", [lw.value(op.input(position)), axis]) for position in (3, 2))
+    inputs = [lw.value(op.input(0)), lw.value(op.input(1)), lw.emit("Concat", [off, on], {"axis": 0})]
+    lw.define(op, lw.emit("OneHot", inputs, {"axis": op.attr("axis", -1)}))
+
+
 def tile(lw: Lowering, op: Op) -> None:
     lw.define(op, lw.emit("Tile", [lw.value(op.input(0)), _int64(lw, op.input(1), "multiples")]))
 
@@ -727,6 +740,8 @@ LOWERINGS: dict[str, Lower] = {
     "Split": split,
     "SplitV": split_v,
     "GatherV2": gather,
+    "GatherNd": gather_nd,
+    "OneHot": one_hot,
     "Tile": tile,
     "Fill": fill,
     "Range": range_,
