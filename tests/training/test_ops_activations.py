@@ -66,6 +66,14 @@ def test_activation_at_kinks_and_special_values(name):
     check(activation(name), [values])
 
 
+def test_activations_and_pointwise_math_of_empty_tensors():
+    empty = np.zeros((0, 3), np.float32)
+    for name in ACTIVATIONS:
+        check(activation(name), [empty])
+    for fn in POINTWISE.values():
+        check(fn, [empty])
+
+
 @pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu", "softplus", "mish", "elu", "logsigmoid"])
 def test_activation_second_order_gradient(name):
     x = (rng.standard_normal(7) * 2).astype(np.float32)

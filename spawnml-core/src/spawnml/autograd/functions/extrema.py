@@ -70,10 +70,16 @@ class Extreme(Function):
         return spread, None, None, None, None
 
 
-def _extreme(name: str, op: str, input: Tensor, dim: Dims, keepdim: bool, nan_equal: bool = False) -> Tensor:
+def _extreme(name: str, op: str, input: Tensor, dim: Dims, keepdim: bool) -> Tensor:
     dims = normalize_dims(dim, input.ndim) if input.ndim else []
-    _check_not_empty(name, input, None if nan_equal else dims)
-    return Extreme.apply(input, dims, keepdim, op, nan_equal)
+    _check_not_empty(name, input, dims)
+    return Extreme.apply(input, dims, keepdim, op, False)
+
+
+def _whole(name: str, op: str, input: Tensor) -> Tensor:
+    """``max()``/``min()`` of every element."""
+    _check_not_empty(name, input, None)
+    return Extreme.apply(input, list(range(input.ndim)), False, op, True)
 
 
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
@@ -123,7 +129,7 @@ def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -
     if isinstance(dim, Tensor):
         return maximum(input, dim)
     if dim is None:
-        return _extreme("max", "ReduceMax", input, None, False, nan_equal=True)
+        return _whole("max", "ReduceMax", input)
     return _along("max", "Max", input, dim, keepdim)
 
 
@@ -133,7 +139,7 @@ def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -
     if isinstance(dim, Tensor):
         return minimum(input, dim)
     if dim is None:
-        return _extreme("min", "ReduceMin", input, None, False, nan_equal=True)
+        return _whole("min", "ReduceMin", input)
     return _along("min", "Min", input, dim, keepdim)
 
 
