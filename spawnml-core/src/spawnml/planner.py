@@ -33,6 +33,8 @@ from .tensor import EMPTY_OPTIONAL, TensorSequence
 
 #: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
 Placed = tuple[Any, Backend]
+#: What a kernel returns when it has several results.
+_SEQUENCES = (tuple, list)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class Step:
     opset: int
     release: list[str] = field(default_factory=list)  # values whose last reader this is
     bodies: dict[int, Plan] = field(default_factory=dict)  # id(subgraph) -> its plan
+    #: Per input: its name ("" where omitted) and, for an initializer no feed can replace, its
+    #: buffer on this step's backend (else None).
+    reads: tuple[tuple[str, Any], ...] = ()
+    #: The kernel's context, made once where the node has no subgraph to run.
+    context: KernelContext | None = None
 
 
 @dataclass
@@ -77,37 +84,56 @@ class Plan:
     ) -> list[Placed]:
         """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs)."""
         scope = Scope(self, dict(feeds), parent)
+        with np.errstate(all="ignore"):  # kernels give IEEE results (inf, NaN) as ONNX does, silently
+            self._run_steps(scope)
+        return [scope.lookup(name) for name in outputs]
+
+    def _run_steps(self, scope: Scope) -> None:
+        values = scope.values
         for step in self.steps:
+            backend = step.backend
             try:
-                args = [scope.fetch(name, step.backend) if name else None for name in step.node.inputs]
-                results = self._call(step, args, scope)
+                args = []
+                for name, constant in step.reads:
+                    if constant is not None or not name:
+                        args.append(constant)
+                        continue
+                    placed = values.get(name)
+                    same = placed is not None and placed[1] is backend
+                    args.append(placed[0] if same else scope.fetch(name, backend))
+                results = _call(step, args, scope)
             except DeviceError as error:  # name the node and the values it makes
                 node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
                 where = f"node {node.label()!r} ({node.op_type}, making {made}) on {step.backend.name!r}"
                 raise error.at(where) from error.__cause__
             for name, result in zip(step.node.outputs, results, strict=False):
                 if name and result is not None:
-                    scope.values[name] = (result, step.backend)
+                    values[name] = (result, backend)
             for name in step.release:
-                scope.values.pop(name, None)
-        return [scope.lookup(name) for name in outputs]
+                values.pop(name, None)
 
-    def _call(self, step: Step, args: list[Any], scope: Scope) -> Sequence[Any]:
+
+def _call(step: Step, args: list[Any], scope: Scope) -> Sequence[Any]:
+    """Run one step's kernel; its results as a sequence."""
+    try:
+        result = step.kernel.fn(step.context or _context_with_bodies(step, scope), *args)
+    except SpawnMLError:
+        raise
+    except Exception as error:
         node = step.node
+        raise ExecutionError(node.label(), node.op_type, step.backend.name, error) from error
+    return result if isinstance(result, _SEQUENCES) else (result,)
 
-        def run_subgraph(body: Graph, feeds: dict[str, Any]) -> list[Any]:
-            placed = {name: (value, step.backend) for name, value in feeds.items()}
-            results = step.bodies[id(body)].run(placed, [v.name for v in body.outputs], scope)
-            return [_move(buffer, source, step.backend) for buffer, source in results]
 
-        ctx = KernelContext(node, step.opset, step.attrs, step.backend, run_subgraph)
-        try:
-            result = step.kernel.fn(ctx, *args)
-        except SpawnMLError:
-            raise
-        except Exception as error:
-            raise ExecutionError(node.label(), node.op_type, step.backend.name, error) from error
-        return result if isinstance(result, tuple | list) else (result,)
+def _context_with_bodies(step: Step, scope: Scope) -> KernelContext:
+    """The context of a node with subgraphs: they run in a scope under the running one."""
+
+    def run_subgraph(body: Graph, feeds: dict[str, Any]) -> list[Any]:
+        placed = {name: (value, step.backend) for name, value in feeds.items()}
+        results = step.bodies[id(body)].run(placed, [v.name for v in body.outputs], scope)
+        return [_move(buffer, source, step.backend) for buffer, source in results]
+
+    return KernelContext(step.node, step.opset, step.attrs, step.backend, run_subgraph)
 
 
 @dataclass
@@ -206,7 +232,9 @@ def _plan_graph(
         assert kernel is not None  # _choose only picks backends with a kernel
         steps.append(Step(node, chosen, kernel, attrs, opset, bodies=bodies))
     _mark_releases(graph, steps)
-    return Plan(graph, steps, _transfers(graph, steps, providers[0]), _constants(graph, steps), providers[0])
+    constants = _constants(graph, steps)
+    _prepare_calls(graph, steps, constants)
+    return Plan(graph, steps, _transfers(graph, steps, providers[0]), constants, providers[0])
 
 
 def _known_types(graph: Graph, operators: OperatorRegistry) -> Mapping[str, TensorType]:
@@ -252,6 +280,18 @@ def _mark_releases(graph: Graph, steps: list[Step]) -> None:
     for name, index in last_reader.items():
         if name not in keep:
             steps[index].release.append(name)
+
+
+def _prepare_calls(graph: Graph, steps: list[Step], constants: Mapping[tuple[str, str], Any]) -> None:
+    """Resolve what each run would otherwise look up per node: constant inputs and contexts."""
+    feedable = {value.name for value in graph.inputs}
+    for step in steps:
+        backend = step.backend.name
+        step.reads = tuple(
+            (name, None if name in feedable else constants.get((name, backend))) for name in step.node.inputs
+        )
+        if not step.bodies:
+            step.context = KernelContext(step.node, step.opset, step.attrs, step.backend)
 
 
 def _reads(node: Node) -> set[str]:

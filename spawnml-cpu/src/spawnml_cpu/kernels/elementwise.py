@@ -40,30 +40,44 @@ def widen(x: Array | None) -> Array | None:
 
 def finish(result: Any, dtype: np.dtype, inputs: tuple[Array | None, ...]) -> Array:
     """``result`` as an array of ``dtype`` that is none of the kernel's inputs."""
-    out = np.asarray(result).astype(dtype, copy=False)
-    return out.copy() if any(out is x for x in inputs) else out
+    out = result if type(result) is np.ndarray else np.asarray(result)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    for given in inputs:
+        if out is given:
+            return out.copy()
+    return out
 
 
 def _register(
-    name: str, fn: Compute, out: int | np.dtype = 0, check: Callable[[Node, int], str | None] | None = None
+    name: str,
+    fn: Compute,
+    out: int | np.dtype = 0,
+    check: Callable[[Node, int], str | None] | None = None,
+    since: int = 1,
+    until: int | None = None,
 ) -> None:
-    """Register ``fn`` as a kernel; ``out`` is the result's dtype, or the input whose dtype it takes."""
+    """Register ``fn`` as a kernel; ``out`` is the result's dtype, or the input whose dtype it takes.
+
+    Runs under the plan's ``np.errstate``: IEEE results (inf, NaN) come out without warnings.
+    """
 
     def kernel(ctx: KernelContext, *inputs: Array | None) -> Array:
         dtype = inputs[out].dtype if isinstance(out, int) else out
-        with np.errstate(all="ignore"):
-            return finish(fn(ctx.attrs, *map(widen, inputs)), dtype, inputs)
+        return finish(fn(ctx.attrs, *map(widen, inputs)), dtype, inputs)
 
-    KERNELS.register(name, check=check)(kernel)
+    KERNELS.register(name, since=since, until=until, check=check)(kernel)
 
 
 def _register_all(
     table: dict[str, Compute],
     out: int | np.dtype = 0,
     checks: dict[str, Callable[[Node, int], str | None]] | None = None,
+    since: int = 1,
+    until: int | None = None,
 ) -> None:
     for name, fn in table.items():
-        _register(name, fn, out, check=(checks or {}).get(name))
+        _register(name, fn, out, check=(checks or {}).get(name), since=since, until=until)
 
 
 # Unary math and activations -----------------------------------------------------------
@@ -222,8 +236,12 @@ def _legacy_operand(attrs: Attrs, a: Array, b: Array) -> Array:
     return b.reshape(b.shape + (1,) * (a.ndim - axis - b.ndim))
 
 
-def _binary(fn: Callable[[Array, Array], Array]) -> Compute:
+def _legacy_binary(fn: Callable[[Array, Array], Array]) -> Compute:
     return lambda attrs, a, b: fn(a, _legacy_operand(attrs, a, b))
+
+
+def _binary(fn: Callable[[Array, Array], Array]) -> Compute:
+    return lambda attrs, a, b: fn(a, b)
 
 
 def _variadic(fn: Callable[[Array, Array], Array]) -> Compute:
@@ -253,8 +271,12 @@ _BITWISE: dict[str, Callable[[Array, Array], Array]] = {
     "BitwiseXor": np.bitwise_xor,
 }
 
-_register_all({name: _binary(fn) for name, fn in {**_BINARY, **_BITWISE}.items()})
-_register_all({name: _binary(fn) for name, fn in _COMPARISONS.items()}, out=BOOL)
+#: The opset from which binary operators broadcast as numpy does, with no broadcast attribute.
+_NUMPY_BROADCAST = 7
+for _table, _out in ((_BINARY, 0), (_COMPARISONS, BOOL)):
+    _register_all({name: _legacy_binary(fn) for name, fn in _table.items()}, _out, until=_NUMPY_BROADCAST)
+    _register_all({name: _binary(fn) for name, fn in _table.items()}, _out, since=_NUMPY_BROADCAST)
+_register_all({name: _binary(fn) for name, fn in _BITWISE.items()})
 _register_all(
     {
         "Max": _variadic(np.maximum),
