@@ -10,6 +10,9 @@ The same files check detection, ``spawnml info`` / ``convert`` and the loader's 
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
 import json
 import logging
 import shutil
@@ -29,6 +32,9 @@ from spawnml_formats.coreml.protos import proto
 
 torch = pytest.importorskip("torch")
 ct = pytest.importorskip("coremltools")
+quantize_weights = pytest.importorskip(
+    "coremltools.models.neural_network.quantization_utils"
+).quantize_weights
 
 RTOL, ATOL = 1e-5, 1e-6
 TARGETS = ("neuralnetwork", "mlprogram")
@@ -105,8 +111,9 @@ MODULES = {
 
 @dataclass(frozen=True)
 class Converted:
-    """A module's converted files, its input and torch's output on it."""
+    """A module, its converted files, its input and torch's output on it."""
 
+    module: torch.nn.Module
     files: dict[str, Path]
     feed: np.ndarray
     expected: np.ndarray
@@ -154,7 +161,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Converted]:
         feed = rng.standard_normal(shape).astype(np.float32)
         with torch.no_grad():
             expected = module(torch.from_numpy(feed)).numpy()
-        models[name] = Converted(convert(module, shape, folder, name), feed, expected)
+        models[name] = Converted(module, convert(module, shape, folder, name), feed, expected)
     return models
 
 
@@ -194,6 +201,47 @@ def test_model_file_inside_package_reads_its_weights(converted: dict[str, Conver
     model = converted["cnn"]
     inner = model.files["mlprogram"] / "Data" / "com.apple.CoreML" / "model.mlmodel"
     np.testing.assert_allclose(run(inner, model.feed), model.expected, rtol=RTOL, atol=ATOL)
+
+
+# -- quantized weights ----------------------------------------------------------------------------
+
+
+def test_half_precision_weights_match_torch_with_rounded_weights(converted: dict[str, Converted]) -> None:
+    model = converted["mlp"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        half = quantize_weights(ct.models.MLModel(str(model.files["neuralnetwork"])), 16).get_spec()
+    assert half.neuralNetwork.layers[0].innerProduct.weights.float16Value
+    rounded = copy.deepcopy(model.module)
+    with torch.no_grad():
+        for parameter in rounded.parameters():
+            parameter.copy_(parameter.half().float())
+        expected = rounded(torch.from_numpy(model.feed)).numpy()
+    np.testing.assert_allclose(run(half.SerializeToString(), model.feed), expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    ("bits", "mode"),
+    [
+        (8, "linear"),
+        (8, "linear_symmetric"),
+        (8, "linear_lut"),
+        (4, "linear"),
+        (3, "linear_lut"),
+        (1, "linear"),
+    ],
+)
+def test_quantized_weights_match_coremltools_dequantization(converted, bits: int, mode: str) -> None:
+    """Weights quantized by coremltools, run as SpawnML reads them and as coremltools dequantizes them."""
+    model = converted["cnn"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        quantized = quantize_weights(ct.models.MLModel(str(model.files["neuralnetwork"])), bits, mode)
+        dequantized = quantize_weights(quantized, bits, "dequantization")
+    conv = quantized.get_spec().neuralNetwork.layers[0].convolution.weights
+    assert conv.rawValue and conv.quantization.numberOfBits == bits
+    reference = run(dequantized.get_spec().SerializeToString(), model.feed)
+    np.testing.assert_allclose(
+        run(quantized.get_spec().SerializeToString(), model.feed), reference, rtol=RTOL, atol=ATOL
+    )
 
 
 # -- detection ---------------------------------------------------------------------------------

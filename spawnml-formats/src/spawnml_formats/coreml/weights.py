@@ -1,7 +1,8 @@
-"""Neural-network layer weights (``WeightParams``): float32, float16, and 8-bit quantized values.
+"""Neural-network layer weights (``WeightParams``): float32, float16, and 1- to 8-bit quantized values.
 
 Quantized weights are dequantized at load: linear quantization (``w = q * scale + bias``, per
-tensor or per output channel) and look-up tables (``w = table[q]``), for 8-bit values.
+tensor or per output channel) and look-up tables (``w = table[q]``); values of fewer than 8 bits
+are packed most significant bit first.
 """
 
 from __future__ import annotations
@@ -36,16 +37,18 @@ def _from_bytes(data: bytes, dtype: type, where: str) -> np.ndarray:
 
 def _dequantize(params: Any, count: int, where: str) -> np.ndarray:
     quant = params.quantization
-    if quant.numberOfBits != 8:
-        bits = quant.numberOfBits
-        raise ModelLoadError(f"{where} is quantized to {bits} bits; SpawnML reads 8-bit weights")
-    raw = _from_bytes(params.int8RawValue, np.int8, where) if params.int8RawValue else None
-    values = raw if raw is not None else _from_bytes(params.rawValue, np.uint8, where)
+    bits = quant.numberOfBits
+    if params.int8RawValue:
+        if bits != 8:
+            raise ModelLoadError(f"{where} holds int8 values quantized to {bits} bits")
+        values = _from_bytes(params.int8RawValue, np.int8, where)
+    else:
+        values = _unpack(params.rawValue, count, bits, where)
     kind = quant.WhichOneof("QuantizationType")
     if kind == "lookupTableQuantization":
         table = np.asarray(quant.lookupTableQuantization.floatValue, np.float32)
-        if table.size != 256 or raw is not None:
-            raise ModelLoadError(f"{where} has a look-up table of {table.size} entries, not 256")
+        if table.size != 1 << bits or params.int8RawValue:
+            raise ModelLoadError(f"{where} has a look-up table of {table.size} entries for {bits}-bit values")
         return table[values]
     if kind != "linearQuantization":
         raise ModelLoadError(f"{where} is quantized without parameters")
@@ -60,3 +63,16 @@ def _dequantize(params: Any, count: int, where: str) -> np.ndarray:
     if bias.size:
         rows += bias.reshape(-1, 1)
     return rows.ravel()
+
+
+def _unpack(data: bytes, count: int, bits: int, where: str) -> np.ndarray:
+    """``count`` unsigned ``bits``-bit values packed most significant bit first."""
+    if not 1 <= bits <= 8:
+        raise ModelLoadError(f"{where} is quantized to {bits} bits; Core ML defines 1 to 8")
+    if len(data) != -(-count * bits // 8):
+        raise ModelLoadError(f"{where} holds {len(data):,} bytes, not {count:,} {bits}-bit values")
+    packed = np.frombuffer(data, np.uint8)
+    if bits == 8:
+        return packed
+    stream = np.unpackbits(packed)[: count * bits].reshape(count, bits)
+    return (stream @ (1 << np.arange(bits - 1, -1, -1))).astype(np.uint8)
