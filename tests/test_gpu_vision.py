@@ -319,10 +319,13 @@ def test_pad_axes_and_integers(provider):
     compare(provider, model("Pad", {"x": y}, opset=2, mode="reflect", pads=[1, 2, 2, 3]), {"x": y})
 
 
-def test_refusals_are_precise(provider):
-    x = f32(1, 2, 4, 4)
-    indices = helper.make_graph(
-        [helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])],
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize(("shape", "attrs"), [POOLS[1], POOLS[3], POOLS[4], POOLS[5]], ids=str)
+def test_max_pool_indices(provider, shape, attrs, storage_order):
+    x = f32(*shape)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], storage_order=storage_order, **attrs)
+    graph = helper.make_graph(
+        [node],
         "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [
@@ -330,9 +333,29 @@ def test_refusals_are_precise(provider):
             helper.make_tensor_value_info("i", TensorProto.INT64, None),
         ],
     )
-    onnx_model = helper.make_model(indices, opset_imports=[helper.make_opsetid("", 12)]).SerializeToString()
-    with pytest.raises(spawnml.UnsupportedOperatorError, match="Indices output"):
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]).SerializeToString()
+    session = spawnml.InferenceSession(onnx_model, providers=[provider])
+    reference = onnxruntime.InferenceSession(onnx_model, providers=["CPUExecutionProvider"])
+    for got, want in zip(session.run(None, {"x": x}), reference.run(None, {"x": x}), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_refusals_are_precise(provider):
+    x = f32(2, 3, 4)
+    training = helper.make_node(
+        "BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "mean", "var"], training_mode=1
+    )
+    graph = helper.make_graph(
+        [training],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "mean", "var")],
+        [numpy_helper.from_array(np.ones(3, np.float32), n) for n in "sbmv"],
+    )
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]).SerializeToString()
+    with pytest.raises(spawnml.UnsupportedOperatorError, match="training mode"):
         spawnml.InferenceSession(onnx_model, providers=[provider])
-    doubles = model("Conv", {"x": x.astype(np.float64)}, {"w": f32(1, 2, 1, 1).astype(np.float64)})
+    doubles = model("Conv", {"x": x.astype(np.float64)}, {"w": f32(1, 3, 1).astype(np.float64)})
     with pytest.raises(spawnml.UnsupportedOperatorError, match="Conv"):
         spawnml.InferenceSession(doubles, providers=[provider])

@@ -104,7 +104,7 @@ KERNELS = {
             conv.conv_direct.specialize(T=f32, **WINDOW),
             conv.conv_gemm.specialize(T=f32, TILE=8, **WINDOW),
             conv.conv_transpose.specialize(T=f32, **WINDOW),
-            pool.max_pool.specialize(T=i32, **WINDOW),
+            pool.max_pool.specialize(T=i32, INDICES=True, COLUMN_MAJOR=True, **WINDOW),
             pool.average_pool.specialize(T=f32, INCLUDE_PAD=True, **WINDOW),
             pool.lp_pool.specialize(T=f32, P=3, **WINDOW),
             pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=True),

@@ -217,16 +217,18 @@ def _scalars(windows: Windows) -> dict[str, int]:
     return {k if k[0] != "p" else f"b{k[1]}": v for k, v in windows.scalars.items()}
 
 
-def _check_max_pool(node: Node, opset: int) -> str | None:
-    return "the Indices output is not computed on the GPU" if any(node.outputs[1:]) else None
-
-
-@GPU_KERNELS.register("MaxPool", since=1, check=_check_max_pool)
-def max_pool_(ctx: KernelContext, x: Array) -> Array:
+@GPU_KERNELS.register("MaxPool", since=1)
+def max_pool_(ctx: KernelContext, x: Array) -> Array | tuple[Array, Array]:
+    """The window maxima and, when the node asks for them, their flat positions (Indices)."""
     windows, y = _pooled(ctx, x)
-    k = max_pool.specialize(T=x.elem, **dict(windows.constants))
-    ctx.backend.launch_flat(k, [x, y], y.size, **_scalars(windows))
-    return y
+    wanted = any(ctx.node.outputs[1:])
+    column_major = bool(ctx.attrs.get("storage_order", 0))
+    indices = (
+        ctx.backend.empty(y.shape, np.dtype(np.int64)) if wanted else ctx.backend.constant([0], np.int32)
+    )
+    k = max_pool.specialize(T=x.elem, INDICES=wanted, COLUMN_MAJOR=column_major, **dict(windows.constants))
+    ctx.backend.launch_flat(k, [x, y, indices], y.size, **_scalars(windows))
+    return (y, indices) if wanted else y
 
 
 @GPU_KERNELS.register("AveragePool", since=1, dtypes=FLOAT32)

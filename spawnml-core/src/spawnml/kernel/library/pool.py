@@ -16,6 +16,7 @@ from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, loca
 def max_pool(
     x: ReadBuffer[T],  # noqa: F821
     y: Buffer[T],  # noqa: F821
+    indices: Buffer[i32],
     n: u32,
     width: u32,
     D: i32,
@@ -37,8 +38,11 @@ def max_pool(
     DD: Const[int],
     DH: Const[int],
     DW: Const[int],
+    INDICES: Const[bool],
+    COLUMN_MAJOR: Const[bool],
 ):
-    """The largest input under each window; padding never wins."""
+    """The largest input under each window; padding never wins. With ``INDICES``, ``indices``
+    gets the first maximum's flat position in ``x``, its spatial axes ``COLUMN_MAJOR`` or not."""
     i = global_id(1) * width + global_id(0)
     if i < n:
         j = i32(i)
@@ -47,6 +51,7 @@ def max_pool(
         od = (j // (OW * OH)) % OD
         plane = j // (OW * OH * OD)
         best = T(0)
+        argmax = 0
         found = False
         for kd in range(KD):
             iz = od * SD - bd + kd * DD
@@ -55,11 +60,17 @@ def max_pool(
                 for kw in range(KW):
                     ix = ow * SW - bw + kw * DW
                     if 0 <= iz < D and 0 <= iy < H and 0 <= ix < W:
-                        v = x[((plane * D + iz) * H + iy) * W + ix]
+                        at = ((plane * D + iz) * H + iy) * W + ix
+                        v = x[at]
                         if not found or v > best:
                             best = v
+                            argmax = at
+                            if COLUMN_MAJOR:
+                                argmax = plane * D * H * W + (ix * H + iy) * D + iz
                         found = True
         y[i] = best
+        if INDICES:
+            indices[i] = argmax
 
 
 @kernel(workgroup=(64,))
