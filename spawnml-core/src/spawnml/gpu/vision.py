@@ -143,8 +143,8 @@ def _bias(ctx: KernelContext, b: Array | None, channels: int) -> Array:
 def convolve(
     ctx: KernelContext, x: Array, w: Array, b: Array | None, activation: Activation | None = None
 ) -> Array:
-    """Grouped cross-correlation: a tiled matrix product where the groups are wide enough, else
-    one thread per output (depthwise and small convolutions)."""
+    """Grouped cross-correlation: a tiled matrix product where the groups are wide enough (and
+    its grid fits the device), else one thread per output (depthwise and small convolutions)."""
     _float(x, ctx.node.op_type)
     kernel = ctx.attrs.get("kernel_shape") or w.shape[2:]
     windows = Windows.of(ctx, x, kernel)
@@ -156,10 +156,10 @@ def convolve(
     scalars = {"C": channels, "M": out_channels, "G": groups, **windows.scalars}
     buffers = [x, w, _bias(ctx, b, out_channels), y]
     per_group, depth = out_channels // groups, w.size // out_channels
-    if per_group >= GEMM_MIN_CHANNELS and depth >= GEMM_MIN_DEPTH:
-        k = _conv_kernel("gemm", windows.constants, activation)
-        grid = (-(-math.prod(windows.out) // TILE), -(-per_group // TILE), batch * groups)
-        ctx.backend.launch(k, buffers, grid, **scalars)
+    grid = (-(-math.prod(windows.out) // TILE), -(-per_group // TILE), batch * groups)
+    fits = max(grid) <= ctx.backend.runtime.max_groups
+    if per_group >= GEMM_MIN_CHANNELS and depth >= GEMM_MIN_DEPTH and fits:
+        ctx.backend.launch(_conv_kernel("gemm", windows.constants, activation), buffers, grid, **scalars)
     else:
         ctx.backend.launch_flat(
             _conv_kernel("direct", windows.constants, activation), buffers, y.size, **scalars
