@@ -206,6 +206,7 @@ def _plan_graph(
     types: Mapping[str, TensorType],
 ) -> Plan:
     steps: list[Step] = []
+    visible: frozenset[str] = frozenset()  # names a subgraph may read: found at the first one
     for node in graph.toposort(outer):
         domain = "" if node.domain == "ai.onnx" else node.domain
         opset = opsets.get(domain, 1)
@@ -218,11 +219,10 @@ def _plan_graph(
         schema.check_arity(node)
         attrs = schema.resolve_attrs(node)
         chosen, reasons = _choose(node, opset, providers, types)
-        visible = outer | _defined_names(graph)
-        bodies = {
-            id(body): _plan_graph(body, providers, operators, opsets, visible, missing, counts, {})
-            for body in node.subgraphs()
-        }
+        bodies = {}
+        for body in node.subgraphs():
+            visible = visible or outer | _defined_names(graph)
+            bodies[id(body)] = _plan_graph(body, providers, operators, opsets, visible, missing, counts, {})
         if chosen is None:
             key = (domain, node.op_type, opset)
             counts[key] += 1
