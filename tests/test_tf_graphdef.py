@@ -307,6 +307,18 @@ def test_operator_matches_tensorflow(name: str):
     assert_close(*run_both(data, frozen, *inputs))
 
 
+def test_placeholder_with_default_is_an_optional_input():
+    def scaled(x):
+        scale = tf.compat.v1.placeholder_with_default(np.float32(2.0), [], name="scale")
+        return x * scale
+
+    data, frozen = freeze(scaled, spec(3))
+    session = spawnml.InferenceSession(data, providers=["cpu"])
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], frozen(tf.constant(x))[0].numpy())
+    np.testing.assert_array_equal(session.run(None, {"x": x, "scale": np.float32(5)})[0], x * 5)
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 

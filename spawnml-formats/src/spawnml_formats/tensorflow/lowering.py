@@ -1,8 +1,9 @@
 """Lowering a frozen ``GraphDef`` to the IR: names, constants, layouts, inputs and outputs.
 
 TensorFlow tensors are named ``node`` (output 0) or ``node:k``; IR values keep those names.
-``Placeholder`` nodes become the graph's inputs and the outputs of nodes nothing reads its
-outputs; ``Const`` nodes are decoded when first read and become initializers only where an
+``Placeholder`` nodes become the graph's inputs (``PlaceholderWithDefault`` ones with their
+default as an initializer, so feeding them is optional) and the outputs of nodes nothing reads
+its outputs; ``Const`` nodes are decoded when first read and become initializers only where an
 IR node reads them, while shapes, axes and weights are read at load (elementwise operators
 on constants are folded at load, so Keras' decomposed batch normalisation becomes one
 per-channel scale and shift). Control inputs (``^node``) only order stateful operators and
@@ -40,7 +41,7 @@ VARIABLES = frozenset(
     {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "VarIsInitializedOp"}
 )
 #: Operators that produce no tensor a graph output could be.
-NOT_OUTPUTS = frozenset({"Const", "Placeholder"})
+NOT_OUTPUTS = frozenset({"Const", "Placeholder", "PlaceholderWithDefault"})
 
 
 class NotExpressible(Exception):
@@ -291,6 +292,14 @@ class Lowering:
         self.tensors[op.name] = Tensor(tf=self._claim(op.name))
         self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), where), shape))
 
+    def placeholder_with_default(self, op: Op) -> None:
+        """A ``PlaceholderWithDefault`` of a constant: a graph input whose initializer is the default."""
+        default = self.constant(op.input(0))
+        if default is None:
+            raise ModelLoadError(f"{op.where} has a default that is not a constant")
+        self.placeholder(op)
+        self.graph.initializers[op.name] = default
+
     def const(self, op: Op) -> None:
         """A ``Const``, decoded when something first reads it."""
         proto = op.attr("value", kind="tensor")
@@ -343,6 +352,8 @@ def lower_graph(graph_def: graph_pb2.GraphDef, described: str, limits: Limits) -
         lowering.current = op.name
         if op.type == "Placeholder":
             lowering.placeholder(op)
+        elif op.type == "PlaceholderWithDefault":
+            lowering.placeholder_with_default(op)
         elif op.type == "Const":
             lowering.const(op)
         else:
