@@ -65,8 +65,9 @@ class Extreme(Function):
         hit = x == out
         if ctx.nan_equal:
             hit = logical_or(hit, logical_and(isnan(x), isnan(out)))
-        share = reshape(grad, kept_shape(x.shape, ctx.dims)) / sum(hit, ctx.dims, keepdim=True)
-        spread = where(hit, share, 0.0) if ctx.nan_equal else share * cast(hit, share.dtype)
+        hits = cast(hit, grad.dtype)  # counted in floating point, as every backend sums
+        share = reshape(grad, kept_shape(x.shape, ctx.dims)) / sum(hits, ctx.dims, keepdim=True)
+        spread = where(hit, share, 0.0) if ctx.nan_equal else share * hits
         return spread, None, None, None, None
 
 
