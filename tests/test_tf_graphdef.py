@@ -123,6 +123,31 @@ def test_transformer_block_matches_tensorflow(transformer_block, shape):
     assert_close(*run_both(data, frozen, tokens))
 
 
+def test_tf1_frozen_graph_matches_session():
+    """A TensorFlow 1 graph frozen with graph_util: variables read through Identity, fused batch norm."""
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        image = v1.placeholder(tf.float32, [None, 16, 16, 3], name="image")
+        init = v1.random_normal_initializer(seed=1)
+        x = tf.nn.conv2d(image, v1.get_variable("w", [3, 3, 3, 8], initializer=init), 1, "SAME")
+        gamma, beta, mean = (v1.get_variable(name, [8], initializer=init) for name in ("g", "b", "m"))
+        variance = v1.get_variable("v", [8], initializer=v1.random_uniform_initializer(0.5, 1.5, seed=2))
+        x = tf.nn.relu6(v1.nn.fused_batch_norm(x, gamma, beta, mean, variance, is_training=False)[0])
+        x = tf.reshape(tf.nn.max_pool2d(x, 2, 2, "VALID"), [-1, 512])
+        logits = tf.identity(tf.matmul(x, v1.get_variable("d", [512, 10], initializer=init)), name="logits")
+        batch = np.random.default_rng(6).standard_normal((2, 16, 16, 3)).astype(np.float32)
+        with v1.Session(graph=graph) as session:
+            session.run(v1.global_variables_initializer())
+            graph_def = v1.graph_util.convert_variables_to_constants(
+                session, graph.as_graph_def(), ["logits"]
+            )
+            want = session.run(logits, {image: batch})
+    ours = spawnml.InferenceSession(graph_def.SerializeToString(), providers=["cpu"])
+    assert [value.name for value in ours.get_outputs()] == ["logits"]
+    assert_close(ours.run(None, {"image": batch}), [want])
+
+
 # -- operators ---------------------------------------------------------------------------------
 
 rng = np.random.default_rng(2)
