@@ -1,4 +1,8 @@
-"""One session used from 8 threads at once answers exactly as serial runs; two sessions don't interfere."""
+"""One session used from 8 threads at once answers exactly as serial runs, on the CPU and on each GPU
+backend (with the CPU running what the GPU does not yet); sessions on different backends don't interfere.
+
+The reference is the same session's serial answer: every threaded answer must equal it bit for bit.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import spawnml
+from spawnml import plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.reference_models import OCR_ASSET, detector_feeds
@@ -22,6 +27,21 @@ from tests.model_files import require
 THREADS = 8
 Feeds = dict[str, np.ndarray]
 Job = tuple[spawnml.InferenceSession, Feeds]
+MINILM = partial(asset_file, MODEL_ASSET, "model.onnx")
+DETECTOR = partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx")
+
+
+def available(name: str) -> list[str]:
+    """``[name, "cpu"]`` (the CPU runs what ``name`` does not yet); skips where ``name`` has no device."""
+    status = plugins.backends()[name].availability()
+    if not status.available:
+        pytest.skip(f"{name}: {status.reason}")
+    return [name] if name == "cpu" else [name, "cpu"]
+
+
+@pytest.fixture(params=["cpu", "webgpu", "opencl"])
+def providers(request: pytest.FixtureRequest) -> list[str]:
+    return available(request.param)
 
 
 def minilm_batches(count: int) -> Iterator[Feeds]:
@@ -49,33 +69,46 @@ def assert_threads_agree(jobs: list[Job], repeats: int = 3) -> None:
             np.testing.assert_array_equal(got, expected)
 
 
-def session_of(locate: Callable[[], Path]) -> spawnml.InferenceSession:
-    return spawnml.InferenceSession(require(locate))
+def session_of(locate: Callable[[], Path], providers: list[str]) -> spawnml.InferenceSession:
+    return spawnml.InferenceSession(require(locate), providers=providers)
 
 
-def test_small_model_from_8_threads() -> None:
-    session = spawnml.InferenceSession(onnx_seed())
+def test_small_model_from_8_threads(providers: list[str]) -> None:
+    """Every thread launches the same few kernels with its own buffers and sizes."""
+    session = spawnml.InferenceSession(onnx_seed(), providers=providers)
     assert_threads_agree([(session, feeds) for feeds in small_batches(16)], repeats=8)
 
 
 @pytest.mark.real_model
-def test_minilm_from_8_threads() -> None:
-    session = session_of(partial(asset_file, MODEL_ASSET, "model.onnx"))
-    assert_threads_agree([(session, feeds) for feeds in minilm_batches(6)], repeats=2)
+def test_minilm_from_8_threads(providers: list[str]) -> None:
+    session = session_of(MINILM, providers)
+    assert_threads_agree([(session, feeds) for feeds in minilm_batches(4)], repeats=2)
 
 
 @pytest.mark.real_model
-def test_ocr_detector_from_8_threads() -> None:
-    session = session_of(partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"))
+def test_ocr_detector_from_8_threads(providers: list[str]) -> None:
+    session = session_of(DETECTOR, providers)
     assert_threads_agree([(session, feeds) for feeds in list(detector_feeds())[:2]], repeats=2)
 
 
 @pytest.mark.real_model
 def test_two_models_interleaved() -> None:
-    minilm = session_of(partial(asset_file, MODEL_ASSET, "model.onnx"))
-    detector = session_of(partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"))
+    minilm = session_of(MINILM, ["cpu"])
+    detector = session_of(DETECTOR, ["cpu"])
     small = spawnml.InferenceSession(onnx_seed())
     jobs: list[Job] = [(minilm, feeds) for feeds in minilm_batches(4)]
+    jobs += [(detector, feeds) for feeds in list(detector_feeds())[:2]]
+    jobs += [(small, feeds) for feeds in small_batches(4)]
+    assert_threads_agree(jobs, repeats=2)
+
+
+@pytest.mark.real_model
+def test_sessions_on_different_backends_interleaved() -> None:
+    """MiniLM on WebGPU, the detector on OpenCL and a small model on the CPU, from one pool of threads."""
+    minilm = session_of(MINILM, available("webgpu"))
+    detector = session_of(DETECTOR, available("opencl"))
+    small = spawnml.InferenceSession(onnx_seed())
+    jobs: list[Job] = [(minilm, feeds) for feeds in minilm_batches(3)]
     jobs += [(detector, feeds) for feeds in list(detector_feeds())[:2]]
     jobs += [(small, feeds) for feeds in small_batches(4)]
     assert_threads_agree(jobs, repeats=2)

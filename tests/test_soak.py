@@ -1,6 +1,8 @@
-"""Soak: many runs with varying shapes keep resident memory flat after warm-up.
+"""Soak: many runs with varying shapes keep resident memory flat after warm-up, on the CPU and on WebGPU,
+and the GPU runtime's pool and caches stay within their bounds.
 
-CI runs the short counts; ``SPAWNML_SOAK_FULL=1`` runs 10,000 small-model and 500 MiniLM runs.
+CI runs the short counts; ``SPAWNML_SOAK_FULL=1`` runs 10,000 small-model and 500 MiniLM runs
+(``pytest tests/test_soak.py -s`` prints the figures). Resident memory is read from /proc/self/statm.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from functools import partial
 import numpy as np
 import pytest
 import spawnml
+from spawnml import plugins
+from spawnml.gpu import GPUBackend
+from spawnml.gpu.backend import CONSTANTS
 from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.synthetic import token_batch
@@ -31,14 +36,44 @@ def resident() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def soak(session: spawnml.InferenceSession, feeds: Iterator[dict], runs: int, warm_up: int) -> int:
-    """Run ``runs`` times; the growth of resident memory after the first ``warm_up`` runs."""
+@pytest.fixture(params=["cpu", "webgpu"])
+def providers(request: pytest.FixtureRequest) -> list[str]:
+    """``["cpu"]``, or ``["webgpu", "cpu"]``: the CPU runs the few MiniLM operators WebGPU does not yet."""
+    status = plugins.backends()[request.param].availability()
+    if not status.available:
+        pytest.skip(f"{request.param}: {status.reason}")
+    return ["cpu"] if request.param == "cpu" else [request.param, "cpu"]
+
+
+def soak(session: spawnml.InferenceSession, feeds: Iterator[dict], runs: int, warm_up: int) -> None:
+    """Run ``runs`` times; resident memory may grow at most :data:`GROWTH_BOUND` after ``warm_up`` runs."""
     baseline = 0
     for run in range(runs):
         if run == warm_up:
             baseline = resident()
+        if FULL and run > warm_up and run % (runs // 10) == 0:
+            print(f"\n  run {run:,}: resident memory {resident() / MIB:.1f} MiB", end="", flush=True)
         session.run(None, next(feeds))
-    return resident() - baseline
+    growth = resident() - baseline
+    print(
+        f"\n{session.get_providers()}: {runs:,} runs ({warm_up} warm-up), resident memory "
+        f"{baseline / MIB:.1f} -> {resident() / MIB:.1f} MiB, growth {growth / MIB:.1f} MiB "
+        f"(bound {GROWTH_BOUND / MIB:.0f} MiB)"
+    )
+    assert growth < GROWTH_BOUND, f"resident memory grew {growth / MIB:.1f} MiB"
+    gpu = plugins.backends()[session.get_providers()[0]]
+    if isinstance(gpu, GPUBackend):
+        assert_gpu_caches_bounded(gpu)
+
+
+def assert_gpu_caches_bounded(gpu: GPUBackend) -> None:
+    memory, device = gpu.runtime.memory(), gpu.device()
+    print(
+        f"{gpu.name} pool: {memory.pooled / MIB:.1f} MiB pooled (bound {gpu.runtime.pool_bytes / MIB:.0f}), "
+        f"{memory.live / MIB:.1f} MiB live, {memory.buffers} buffers; {len(device.constants)} constants"
+    )
+    assert memory.pooled <= gpu.runtime.pool_bytes
+    assert len(device.constants) <= CONSTANTS
 
 
 def small_feeds() -> Iterator[dict]:
@@ -54,15 +89,16 @@ def minilm_feeds(longest: int) -> Iterator[dict]:
 
 
 @pytest.mark.slow
-def test_small_model_memory_is_flat() -> None:
-    growth = soak(spawnml.InferenceSession(onnx_seed()), small_feeds(), 10_000 if FULL else 2_000, 200)
-    assert growth < GROWTH_BOUND, f"resident memory grew {growth / MIB:.1f} MiB"
+def test_small_model_memory_is_flat(providers: list[str]) -> None:
+    session = spawnml.InferenceSession(onnx_seed(), providers=providers[:1])
+    soak(session, small_feeds(), 10_000 if FULL else 2_000, 200)
 
 
 @pytest.mark.slow
 @pytest.mark.real_model
-def test_minilm_memory_is_flat() -> None:
-    session = spawnml.InferenceSession(require(partial(asset_file, MODEL_ASSET, "model.onnx")))
-    feeds = minilm_feeds(128 if FULL else 32)
-    growth = soak(session, feeds, 500 if FULL else 40, 10)
-    assert growth < GROWTH_BOUND, f"resident memory grew {growth / MIB:.1f} MiB"
+def test_minilm_memory_is_flat(providers: list[str]) -> None:
+    session = spawnml.InferenceSession(
+        require(partial(asset_file, MODEL_ASSET, "model.onnx")), providers=providers
+    )
+    runs = 500 if FULL else (40 if providers == ["cpu"] else 20)
+    soak(session, minilm_feeds(128 if FULL else 32), runs, 10)

@@ -92,3 +92,12 @@ def test_a_discarded_buffer_is_released_not_pooled():
     storage.reuse = False
     del storage
     assert runtime.memory() == MemoryStats(live=0, pooled=0, buffers=0)
+
+
+def test_a_request_takes_a_pooled_buffer_a_few_size_classes_up():
+    runtime = FakeRuntime()
+    big = Storage(runtime, 100_000)  # made at 106,496 bytes: 13 steps of 8 KiB
+    handle = big.handle
+    del big
+    assert Storage(runtime, 90_000).handle is handle  # 90,112 bytes, two classes below
+    assert runtime.allocated == [106_496]

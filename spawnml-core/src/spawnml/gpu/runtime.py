@@ -23,6 +23,10 @@ from ..errors import DeviceLostError, DeviceMemoryError
 
 #: Every allocation is a multiple of this many bytes (and at least this many).
 ALIGN = 16
+#: Past this size, buffers come in eight sizes per power of two (at most 12.5% unused).
+SMALL = 64 << 10
+#: How many sizes up a pooled buffer may be to serve a request (four: at most about 60% unused).
+REACH = 4
 #: Bytes of free buffers a pool keeps for reuse; past it, the longest unused are released.
 POOL_BYTES = 256 << 20
 
@@ -90,18 +94,30 @@ class Runtime(ABC):
 
     # Memory.
     def alloc(self, nbytes: int) -> tuple[Any, int]:
-        """A device buffer of at least ``nbytes`` (from the pool when one is free) and its size."""
-        size = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
+        """A device buffer of at least ``nbytes`` and its size: a pooled one of its size class or up
+        to :data:`REACH` classes above, else a new one."""
+        size = size_class(nbytes)
+        if size > self.max_buffer_bytes >= nbytes:
+            size = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
         with self.lock:
             self.check_alive()
-            tokens = self._by_size.get(size)
-            if tokens:
-                handle = self._free.pop(tokens.pop())[1]
-                self._pooled -= size
+            pooled = self._pooled_size(size)
+            if pooled:
+                handle = self._free.pop(self._by_size[pooled].pop())[1]
+                self._pooled -= pooled
+                size = pooled
             else:
                 handle = self._new(size)
             self._live += size
         return handle, size
+
+    def _pooled_size(self, size: int) -> int:
+        """The smallest size class from ``size`` up with a pooled buffer, within reach; 0 if none."""
+        for _ in range(REACH + 1):
+            if self._by_size.get(size):
+                return size
+            size = size_class(size + 1)
+        return 0
 
     def free(self, handle: Any, size: int, reuse: bool = True) -> None:
         """Give a buffer back: to the pool, or released if not ``reuse``; queued work on it still runs."""
@@ -204,3 +220,12 @@ class Runtime(ABC):
     ) -> None:
         """Queue ``program`` over ``grid`` workgroups with ``buffers`` and ``scalars`` in parameter order;
         safe to call from several threads at once."""
+
+
+def size_class(nbytes: int) -> int:
+    """The size a buffer for ``nbytes`` is made at: a multiple of :data:`ALIGN`, and past :data:`SMALL`
+    one of eight sizes per power of two, so that tensors of nearby shapes share pooled buffers."""
+    if nbytes <= SMALL:
+        return max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
+    step = 1 << (nbytes.bit_length() - 4)
+    return -(-nbytes // step) * step
