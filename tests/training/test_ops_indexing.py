@@ -144,3 +144,12 @@ def test_cumsum(dim):
     check(lambda m, x: m.cumsum(x, dim), [f32(3, 4, 2)])
     check(lambda m, x: x.cumsum(dim) * x, [np.array([[1.0, np.inf, 2.0], [np.nan, 1.0, 0.0]], np.float32)])
     assert_close(spawnml.cumsum(spawnml.tensor([True, True]), 0), torch.cumsum(torch.tensor([True, True]), 0))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("amounts", [(2, 1), (1, 0, 2, 2), (0, 3, 1, 1, 1, 0)])
+def test_pad_modes_repeating_the_input(mode, amounts):
+    shape = {2: (2, 3), 4: (2, 3, 4), 6: (1, 2, 4, 4, 5)}[len(amounts)]  # ranks torch pads so
+    if mode == "reflect":
+        amounts = tuple(min(a, 2) for a in amounts)  # below the padded size
+    check(lambda m, x: (F if m is spawnml else TF).pad(x, amounts, mode=mode), [f32(*shape)])

@@ -305,11 +305,15 @@ class Put(Function):
         return cleared, None, Take.apply(grad, positions) if ctx.needs_input_grad[2] else None
 
 
+def take(input: Tensor, positions: np.ndarray) -> Tensor:
+    """The elements of ``input`` at flat ``positions`` (an int64 host array), in its shape."""
+    return Take.apply(input, constant(positions, input, DEFAULT_INT))
+
+
 def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` for ints, slices (positive steps), None, Ellipsis, bool masks and integer
     tensors or lists, as torch indexes; the result is a copy, not a view."""
-    positions = _positions(input, key)
-    return Take.apply(input, constant(positions, input, DEFAULT_INT))
+    return take(input, _positions(input, key))
 
 
 def index_put(input: Tensor, key: Any, value: Tensor | float) -> Tensor:
