@@ -197,6 +197,31 @@ def test_lowered_operators(converted: dict[str, Converted]) -> None:
         assert {"ConvTranspose", "AveragePool", "Concat", "ReduceMax", "Slice", "Clip"} <= ops["zoo", target]
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_flexible_batch_runs_every_size(converted: dict[str, Converted], tmp_path: Path, target: str) -> None:
+    """An input converted with a ``RangeDim`` batch is unknown-sized in the IR and runs any size in it."""
+    module = converted["mlp"].module
+    traced = torch.jit.trace(module, torch.zeros(2, 10))
+    options = {"compute_precision": ct.precision.FLOAT32} if target == "mlprogram" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ct.convert(
+            traced,
+            inputs=[ct.TensorType(name="x", shape=(ct.RangeDim(1, 16), 10))],
+            convert_to=target,
+            **options,
+        )
+    path = tmp_path / ("flexible.mlpackage" if target == "mlprogram" else "flexible.mlmodel")
+    model.save(str(path))
+    session = spawnml.InferenceSession(path, providers=["cpu"])
+    assert session.get_inputs()[0].shape == [None, 10]
+    for batch in (1, 5, 16):
+        feed = np.random.default_rng(batch).standard_normal((batch, 10)).astype(np.float32)
+        with torch.no_grad():
+            expected = module(torch.from_numpy(feed)).numpy()
+        np.testing.assert_allclose(session.run(None, {"x": feed})[0], expected, rtol=RTOL, atol=ATOL)
+
+
 def test_model_file_inside_package_reads_its_weights(converted: dict[str, Converted]) -> None:
     model = converted["cnn"]
     inner = model.files["mlprogram"] / "Data" / "com.apple.CoreML" / "model.mlmodel"
@@ -299,6 +324,26 @@ def test_manifest_pointing_outside_the_package_is_refused(converted, tmp_path: P
     (package / "Manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "outside.mlmodel").write_bytes(converted["mlp"].files["neuralnetwork"].read_bytes())
     with pytest.raises(UnsafeExternalDataError, match="outside its folder"):
+        spawnml.load(package)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "message"),
+    [
+        ("{", "is not valid JSON"),
+        ("[" * 100_000, "is not valid JSON"),
+        ('{"rootModelIdentifier": "a", "itemInfoEntries": {}}', "names no root model"),
+        ('{"rootModelIdentifier": "a", "itemInfoEntries": {"a": {"path": 3}}}', "root model's path as 3"),
+        (
+            '{"rootModelIdentifier": "a", "itemInfoEntries": {"a": {"path": "a\\u0000b"}}}',
+            "cannot be resolved",
+        ),
+    ],
+)
+def test_broken_manifest_is_refused(converted, tmp_path: Path, manifest: str, message: str) -> None:
+    package = _copy_package(converted, tmp_path)
+    (package / "Manifest.json").write_text(manifest)
+    with pytest.raises(ModelLoadError, match=message):
         spawnml.load(package)
 
 

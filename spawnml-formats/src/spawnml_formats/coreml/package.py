@@ -47,7 +47,10 @@ def open_package(folder: Path, limits: Limits) -> Package:
 
 def inside(folder: Path, path: Path, described: str) -> Path:
     """``path`` resolved, refused unless it is a file inside ``folder``."""
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (OSError, ValueError) as error:  # a NUL byte, a symlink loop
+        raise ModelLoadError(f"{described} names {str(path)!r}, which cannot be resolved: {error}") from None
     if not resolved.is_relative_to(folder):
         raise UnsafeExternalDataError(f"{described} names {str(path)!r}, which lies outside its folder")
     if not resolved.is_file():
