@@ -12,7 +12,7 @@ import numpy as np
 from . import dtypes
 from .backend import Backend
 from .errors import BackendUnavailableError, DeviceError, InvalidArgumentError, InvalidFeedError
-from .formats import ModelSource, PathOrBytes, load
+from .formats import ModelSource, PathOrBytes, load, save_onnx
 from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
 from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
 from .passes import GraphOptimizationLevel, optimize
@@ -246,18 +246,6 @@ def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
             raise BackendUnavailableError(f"provider {name!r} is installed but unavailable: {status.reason}")
         chosen.append(installed[name])
     return chosen
-
-
-def save_onnx(graph: Graph, path: Path) -> None:
-    """Save ``graph`` as ONNX through the installed format plugin that writes ``.onnx`` files."""
-    from .plugins import formats, operators
-
-    writers = [loader for loader in formats().values() if ".onnx" in loader.extensions and loader.writes]
-    if not writers:
-        raise InvalidArgumentError(
-            "optimized_model_filepath needs a format plugin that writes ONNX; install spawnml-formats"
-        )
-    writers[0].save(graph, path, operators())
 
 
 def _plans(plan: Plan) -> list[Plan]:

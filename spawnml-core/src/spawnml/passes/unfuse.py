@@ -1,0 +1,47 @@
+"""Expand SpawnML's own fused operators back into standard ONNX nodes.
+
+A graph optimized at level ``all`` holds ``ai.spawnml::FusedElementwise`` nodes, which only
+SpawnML runs. Files written for other runtimes get the chains back as the ai.onnx nodes they
+were made of (see :mod:`spawnml.ops.defs.fused` for the chain encoding).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..ir import Graph, Node
+from ..kernel.library.chain import decode
+from ..ops.defs.fused import DOMAIN
+
+
+def expand_fused(graph: Graph) -> Graph:
+    """``graph`` (a shallow copy, when it changes) with every FusedElementwise node as its chain."""
+    if not any(node.domain == DOMAIN for node in graph.nodes):
+        return graph
+    expanded = copy.copy(graph)
+    expanded.nodes = [part for node in graph.nodes for part in _expand(node)]
+    expanded.opset_imports = {d: v for d, v in graph.opset_imports.items() if d != DOMAIN}
+    return expanded
+
+
+def _expand(node: Node) -> list[Node]:
+    if node.domain != DOMAIN or node.op_type != "FusedElementwise":
+        return [node]
+    chain = decode(node.attrs["chain"], len(node.inputs))
+    base = node.name or node.outputs[0]
+    names = list(node.inputs)
+    nodes = []
+    for index, step in enumerate(chain):
+        last = index == len(chain) - 1
+        output = node.outputs[0] if last else f"{base}.step{index}"
+        nodes.append(
+            Node(
+                step.op,
+                [names[i] for i in step.inputs],
+                [output],
+                step.attributes,
+                f"{base}.{step.op}{index}",
+            )
+        )
+        names.append(output)
+    return nodes
