@@ -20,6 +20,9 @@ import spawnml
 from spawnml import ModelLoadError, UnsupportedOperatorError, plugins
 from spawnml.cli import main
 from spawnml.formats import ModelSource, detect
+from tensorboard.compat.proto import graph_pb2, types_pb2
+
+from tests.fuzz.graphdef_files import add_node
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # after quieting its C++ logging
@@ -385,6 +388,60 @@ def test_damaged_graphdef_is_refused(transformer_block, tmp_path, damage):
     with pytest.raises(ModelLoadError, match=r"damaged\.pb' is not a valid TensorFlow GraphDef") as caught:
         spawnml.load(path)
     print(caught.value)
+
+
+def _hostile(build: Callable[[graph_pb2.GraphDef], None]) -> bytes:
+    graph = graph_pb2.GraphDef()
+    add_node(graph, "x", "Placeholder", dtype=types_pb2.DT_FLOAT, shape=(2,))
+    build(graph)
+    return graph.SerializeToString()
+
+
+def _constant_read_by_add(graph: graph_pb2.GraphDef, dims: list[int], values=(), content=b"") -> None:
+    """A float Const written field by field, lying as asked, and an AddV2 that reads it."""
+    tensor = graph.node.add(name="w", op="Const").attr["value"].tensor
+    tensor.dtype = types_pb2.DT_FLOAT
+    tensor.float_val.extend(values)
+    tensor.tensor_content = content
+    for size in dims:
+        tensor.tensor_shape.dim.add(size=size)
+    add_node(graph, "y", "AddV2", ("x", "w"), T=types_pb2.DT_FLOAT)
+
+
+HOSTILE = {
+    "splat of 2^40 elements": (  # one stored value repeated: refused before anything is allocated
+        lambda graph: _constant_read_by_add(graph, [1 << 20, 1 << 20], values=[0.0]),
+        r"tensor elements in .*'w'.* is 1,099,511,627,776",
+    ),
+    "cycle": (
+        lambda graph: (
+            add_node(graph, "a", "Relu", ("b",)),
+            add_node(graph, "b", "Relu", ("a",)),
+        ),
+        r"cycle through Relu 'a', Relu 'b'",
+    ),
+    "dangling input": (lambda graph: add_node(graph, "y", "Relu", ("nowhere:1",)), "reads 'nowhere'"),
+    "duplicate name": (lambda graph: add_node(graph, "x", "Relu", ("x",)), "two nodes named 'x'"),
+    "short content": (
+        lambda graph: _constant_read_by_add(graph, [3], content=bytes(8)),
+        r"'w'.* holds 8 bytes, but its shape \[3\] of float32 needs 12",
+    ),
+    "wrong attribute kind": (
+        lambda graph: add_node(graph, "y", "Conv2D", ("x", "x"), strides="1111", padding="SAME"),
+        r"Conv2D node 'y' has attribute 'strides' of kind s, not list",
+    ),
+    "missing input": (
+        lambda graph: add_node(graph, "y", "AddV2", ("x",)),
+        "has 1 inputs; input 1 is missing",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_graph_is_refused(name: str):
+    build, message = HOSTILE[name]
+    with pytest.raises(ModelLoadError, match=message):
+        spawnml.load(_hostile(build))
 
 
 def test_limits_bound_the_graph(transformer_block):

@@ -14,7 +14,7 @@ from tensorboard.compat.proto import graph_pb2, tensor_pb2, types_pb2
 _TYPES = {np.dtype(np.float32): types_pb2.DT_FLOAT, np.dtype(np.int32): types_pb2.DT_INT32}
 
 
-def _node(graph: graph_pb2.GraphDef, name: str, op: str, inputs: tuple[str, ...] = (), **attrs) -> None:
+def add_node(graph: graph_pb2.GraphDef, name: str, op: str, inputs: tuple[str, ...] = (), **attrs) -> None:
     node = graph.node.add(name=name, op=op, input=list(inputs))
     for key, value in attrs.items():
         attr = node.attr[key]
@@ -42,22 +42,22 @@ def graphdef_seed() -> bytes:
     rng = np.random.default_rng(0)
     graph = graph_pb2.GraphDef()
     f32, i32 = types_pb2.DT_FLOAT, types_pb2.DT_INT32
-    _node(graph, "x", "Placeholder", dtype=f32, shape=(-1, 4))
-    _node(graph, "w", "Const", dtype=f32, value=rng.standard_normal((4, 6)).astype(np.float32))
-    _node(graph, "b", "Const", dtype=f32, value=rng.standard_normal(6).astype(np.float32))
-    _node(graph, "shape", "Const", dtype=i32, value=np.array([-1, 2, 3], np.int32))
-    _node(graph, "dense", "MatMul", ("x", "w"), T=f32, transpose_a=False, transpose_b=False)
-    _node(graph, "biased", "BiasAdd", ("dense", "b"), T=f32, data_format="NHWC")
-    _node(graph, "relu", "Relu", ("biased",), T=f32)
-    _node(graph, "y", "Reshape", ("relu", "shape"), T=f32, Tshape=i32)
-    _node(graph, "image", "Placeholder", dtype=f32, shape=(1, 5, 5, 2))
-    _node(graph, "filter", "Const", dtype=f32, value=rng.standard_normal((3, 3, 2, 3)).astype(np.float32))
+    add_node(graph, "x", "Placeholder", dtype=f32, shape=(-1, 4))
+    add_node(graph, "w", "Const", dtype=f32, value=rng.standard_normal((4, 6)).astype(np.float32))
+    add_node(graph, "b", "Const", dtype=f32, value=rng.standard_normal(6).astype(np.float32))
+    add_node(graph, "shape", "Const", dtype=i32, value=np.array([-1, 2, 3], np.int32))
+    add_node(graph, "dense", "MatMul", ("x", "w"), T=f32, transpose_a=False, transpose_b=False)
+    add_node(graph, "biased", "BiasAdd", ("dense", "b"), T=f32, data_format="NHWC")
+    add_node(graph, "relu", "Relu", ("biased",), T=f32)
+    add_node(graph, "y", "Reshape", ("relu", "shape"), T=f32, Tshape=i32)
+    add_node(graph, "image", "Placeholder", dtype=f32, shape=(1, 5, 5, 2))
+    add_node(graph, "filter", "Const", dtype=f32, value=rng.standard_normal((3, 3, 2, 3)).astype(np.float32))
     for name in ("scale", "offset", "mean", "variance"):
-        _node(graph, name, "Const", dtype=f32, value=rng.uniform(0.5, 1.5, 3).astype(np.float32))
-    _node(graph, "axes", "Const", dtype=i32, value=np.array([1, 2], np.int32))
-    _node(graph, "conv", "Conv2D", ("image", "filter"), T=f32, strides=[1, 1, 1, 1], padding="SAME")
+        add_node(graph, name, "Const", dtype=f32, value=rng.uniform(0.5, 1.5, 3).astype(np.float32))
+    add_node(graph, "axes", "Const", dtype=i32, value=np.array([1, 2], np.int32))
+    add_node(graph, "conv", "Conv2D", ("image", "filter"), T=f32, strides=[1, 1, 1, 1], padding="SAME")
     norm_inputs = ("conv", "scale", "offset", "mean", "variance")
-    _node(graph, "norm", "FusedBatchNormV3", norm_inputs, T=f32, U=f32, epsilon=1e-3, is_training=False)
-    _node(graph, "relu6", "Relu6", ("norm",), T=f32)
-    _node(graph, "pooled", "Mean", ("relu6", "axes"), T=f32, Tidx=i32, keep_dims=False)
+    add_node(graph, "norm", "FusedBatchNormV3", norm_inputs, T=f32, U=f32, epsilon=1e-3, is_training=False)
+    add_node(graph, "relu6", "Relu6", ("norm",), T=f32)
+    add_node(graph, "pooled", "Mean", ("relu6", "axes"), T=f32, Tidx=i32, keep_dims=False)
     return graph.SerializeToString()
