@@ -7,6 +7,7 @@ The reference is the same session's serial answer: every threaded answer must eq
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -73,7 +74,17 @@ def session_of(locate: Callable[[], Path], providers: list[str]) -> spawnml.Infe
     return spawnml.InferenceSession(require(locate), providers=providers)
 
 
-def test_small_model_from_8_threads(providers: list[str]) -> None:
+@pytest.fixture
+def frequent_switches() -> Iterator[None]:
+    """Threads switch every microsecond instead of every 5 ms, so that races show: without its
+    per-kernel lock, the OpenCL runtime gave 22 wrong answers of 640 here."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def test_small_model_from_8_threads(providers: list[str], frequent_switches: None) -> None:
     """Every thread launches the same few kernels with its own buffers and sizes."""
     session = spawnml.InferenceSession(onnx_seed(), providers=providers)
     assert_threads_agree([(session, feeds) for feeds in small_batches(16)], repeats=8)
