@@ -63,6 +63,8 @@ class Step:
     reads: tuple[tuple[str, Any], ...] = ()
     #: The kernel's context, made once where the node has no subgraph to run.
     context: KernelContext | None = None
+    #: The results, computed once at planning, of a node that gives the same ones every run.
+    results: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -101,7 +103,7 @@ class Plan:
                     placed = values.get(name)
                     same = placed is not None and placed[1] is backend
                     args.append(placed[0] if same else scope.fetch(name, backend))
-                results = _call(step, args, scope)
+                results = step.results or _call(step, args, scope)
             except DeviceError as error:  # name the node and the values it makes
                 node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
                 where = f"node {node.label()!r} ({node.op_type}, making {made}) on {step.backend.name!r}"
@@ -113,7 +115,7 @@ class Plan:
                 values.pop(name, None)
 
 
-def _call(step: Step, args: list[Any], scope: Scope) -> Sequence[Any]:
+def _call(step: Step, args: list[Any], scope: Scope | None) -> Sequence[Any]:
     """Run one step's kernel; its results as a sequence."""
     try:
         result = step.kernel.fn(step.context or _context_with_bodies(step, scope), *args)
@@ -125,7 +127,7 @@ def _call(step: Step, args: list[Any], scope: Scope) -> Sequence[Any]:
     return result if isinstance(result, _SEQUENCES) else (result,)
 
 
-def _context_with_bodies(step: Step, scope: Scope) -> KernelContext:
+def _context_with_bodies(step: Step, scope: Scope | None) -> KernelContext:
     """The context of a node with subgraphs: they run in a scope under the running one."""
 
     def run_subgraph(body: Graph, feeds: dict[str, Any]) -> list[Any]:
@@ -282,16 +284,24 @@ def _mark_releases(graph: Graph, steps: list[Step]) -> None:
             steps[index].release.append(name)
 
 
-def _prepare_calls(graph: Graph, steps: list[Step], constants: Mapping[tuple[str, str], Any]) -> None:
-    """Resolve what each run would otherwise look up per node: constant inputs and contexts."""
+def _prepare_calls(graph: Graph, steps: list[Step], constants: dict[tuple[str, str], Any]) -> None:
+    """Resolve what each run would otherwise look up per node: kernel contexts, the results of
+    Constant nodes (computed here, once, and kept with the plan's constants) and constant inputs."""
+    for step in steps:
+        if not step.bodies:
+            step.context = KernelContext(step.node, step.opset, step.attrs, step.backend)
+    returned = {value.name for value in graph.outputs}  # a caller may write into what it gets
+    for step in steps:
+        node = step.node
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs[0] not in returned:
+            step.results = tuple(_read_only(result) for result in _call(step, [], None))
+            constants[node.outputs[0], step.backend.name] = step.results[0]
     feedable = {value.name for value in graph.inputs}
     for step in steps:
         backend = step.backend.name
         step.reads = tuple(
             (name, None if name in feedable else constants.get((name, backend))) for name in step.node.inputs
         )
-        if not step.bodies:
-            step.context = KernelContext(step.node, step.opset, step.attrs, step.backend)
 
 
 def _reads(node: Node) -> set[str]:
@@ -337,7 +347,10 @@ def _constants(graph: Graph, steps: list[Step]) -> dict[tuple[str, str], Any]:
     return constants
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
+def _read_only(array: Any) -> Any:
+    """A read-only view of a host array; other buffers (device memory) as they are."""
+    if not isinstance(array, np.ndarray):
+        return array
     view = array.view()
     view.flags.writeable = False
     return view
