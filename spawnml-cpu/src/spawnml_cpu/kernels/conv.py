@@ -89,7 +89,7 @@ def _convolve_2d(
         return y
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
     low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
-    if group == channels and w.shape[1] == 1:
+    if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
         loops.depthwise_conv2d(
             x, weights, shift, windows.strides, windows.dilations, windows.begins, low, high, y
