@@ -37,13 +37,13 @@ from ..ops.shapes import (
     transposed_windows,
     window_attrs,
 )
+from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
 from .table import FLOAT32, GPU_KERNELS
 
 Array = DeviceArray
-MS_DOMAIN = "com.microsoft"
 #: Tile of the matrix-product convolution, and the threads of a workgroup-per-row reduction.
 TILE, BLOCK = 16, 64
 #: The tiled matrix product reuses each loaded value TILE times, which pays where a group
