@@ -285,12 +285,11 @@ class Lowering:
 
     def placeholder(self, op: Op) -> None:
         """A ``Placeholder`` as a graph input, its unknown dims as None."""
-        where = f"Placeholder {op.name!r} of {self.described}"
-        shape = dims(op.attr("shape", kind="shape"), where) if "shape" in op.node.attr else None
+        shape = dims(op.attr("shape", kind="shape")) if "shape" in op.node.attr else None
         if shape is not None:
             shape = tuple(None if dim < 0 else dim for dim in shape)
         self.tensors[op.name] = Tensor(tf=self._claim(op.name))
-        self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), where), shape))
+        self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), op.where), shape))
 
     def placeholder_with_default(self, op: Op) -> None:
         """A ``PlaceholderWithDefault`` of a constant: a graph input whose initializer is the default."""

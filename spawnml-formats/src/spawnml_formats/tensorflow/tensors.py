@@ -51,7 +51,7 @@ def element_type(code: int, where: str) -> np.dtype:
     return DTYPES[code]
 
 
-def dims(shape: Any, where: str) -> tuple[int, ...] | None:
+def dims(shape: Any) -> tuple[int, ...] | None:
     """A ``TensorShapeProto`` as a tuple with -1 for unknown dims, or None for an unknown rank."""
     if shape.unknown_rank:
         return None
@@ -65,7 +65,7 @@ def decode(tensor: Any, where: str, limits: Limits) -> np.ndarray:
     splats such as ``tf.zeros``); the shape is checked before anything is allocated.
     """
     dtype = element_type(tensor.dtype, where)
-    shape = dims(tensor.tensor_shape, where)
+    shape = dims(tensor.tensor_shape)
     if shape is None or any(dim < 0 for dim in shape):
         raise ModelLoadError(f"{where} is a constant without a complete shape: {shape}")
     elements = limits.check_shape(shape, where)
