@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 from spawnml.kernel import Buffer, Kernel, ReadBuffer, atomic_add, f32, global_id, kernel, u32
-from spawnml.kernel.library import add, matmul, sum_partial
+from spawnml.kernel.library import add, conv, matmul, norm, pad, pool, resize, sum_partial
 from spawnml.kernel.render import OpenCLRenderer, WGSLRenderer, scalar_layout
 
 Runner = Callable[[Kernel, Sequence[np.ndarray], Sequence[float | int], tuple[int, ...]], list[np.ndarray]]
@@ -128,3 +128,102 @@ def test_atomic_add(run: Runner):
         count_positive.specialize(), [x, np.zeros(1, np.uint32)], [x.size], (math.ceil(x.size / 64),)
     )
     assert count[0] == (x > 0).sum()
+
+
+def _ordered(k: Kernel, **scalars: float | int) -> list[float | int]:
+    """The scalar arguments of ``k`` in parameter order."""
+    return [scalars[p.name] for p in k.scalars]
+
+
+def _conv_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, groups: int, stride: int, pad: int):
+    """Grouped 2-D cross-correlation in float64 over numpy's sliding windows."""
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, w.shape[2:], axis=(2, 3))[
+        :, :, ::stride, ::stride
+    ]
+    per_in, per_out = x.shape[1] // groups, w.shape[0] // groups
+    parts = [
+        np.einsum(
+            "nchwij,mcij->nmhw", windows[:, g * per_in : (g + 1) * per_in], w[g * per_out : (g + 1) * per_out]
+        )
+        for g in range(groups)
+    ]
+    return np.concatenate(parts, axis=1) + b[None, :, None, None]
+
+
+@RUNNERS
+@pytest.mark.parametrize("tiled", [False, True], ids=["direct", "tiled"])
+def test_convolution_kernels(run: Runner, tiled: bool):
+    rng = np.random.default_rng(4)
+    groups, stride, pad = 2, 2, 1
+    x, w, b = (
+        rng.standard_normal((2, 6, 9, 11), np.float32),
+        rng.standard_normal((20, 3, 3, 3), np.float32),
+        rng.standard_normal(20, np.float32),
+    )
+    want = _conv_reference(x, w, b, groups, stride, pad)
+    window = {"KD": 1, "KH": 3, "KW": 3, "SD": 1, "SH": stride, "SW": stride, "DD": 1, "DH": 1, "DW": 1}
+    sizes = {
+        "C": 6,
+        "M": 20,
+        "G": groups,
+        "D": 1,
+        "H": 9,
+        "W": 11,
+        "OD": 1,
+        "OH": 5,
+        "OW": 6,
+        "pd": 0,
+        "ph": pad,
+        "pw": pad,
+    }
+    y = np.zeros(want.size, np.float32)
+    if tiled:
+        k = conv.conv_gemm.specialize(T=f32, TILE=8, **window)
+        groups_launched = (math.ceil(30 / 8), math.ceil(10 / 8), 2 * groups)
+        *_, out = run(k, [x.ravel(), w.ravel(), b, y], _ordered(k, **sizes), groups_launched)
+    else:
+        k = conv.conv_direct.specialize(T=f32, **window)
+        scalars = _ordered(k, n=y.size, width=y.size, **sizes)
+        *_, out = run(k, [x.ravel(), w.ravel(), b, y], scalars, (math.ceil(y.size / 64),))
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-5, atol=1e-5 * 27)
+
+
+@RUNNERS
+def test_resampling_and_padding_kernels(run: Runner):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 5), np.float32)
+    index = rng.integers(0, 4, (2, 7)).astype(np.int32)
+    weight = rng.random((2, 7)).astype(np.float32)
+    k = resize.resample_axis.specialize(T=f32, TAPS=2)
+    y = np.zeros(3 * 7 * 5, np.float32)
+    scalars = _ordered(k, n=y.size, width=y.size, size=4, out=7, inner=5)
+    *_, out = run(k, [x.ravel(), index.ravel(), weight.ravel(), y], scalars, (math.ceil(y.size / 64),))
+    want = (x[:, index] * weight[None, :, :, None]).sum(axis=1)
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-6, atol=1e-6)
+    widths = [(1, 2), (3, 0), (2, 4)]
+    for mode, code in (("reflect", pad.REFLECT), ("edge", pad.EDGE), ("wrap", pad.WRAP)):
+        want = np.pad(x, widths, mode=mode)
+        dims = np.array([*want.shape, *x.shape, *(b for b, _ in widths)], np.int32)
+        k = pad.pad.specialize(T=f32, RANK=3, MODE=code)
+        arrays = [x.ravel(), np.zeros(1, np.float32), np.zeros(want.size, np.float32), dims]
+        _, _, out, _ = run(k, arrays, [want.size, want.size], (math.ceil(want.size / 64),))
+        np.testing.assert_array_equal(out.reshape(want.shape), want, err_msg=mode)
+
+
+@RUNNERS
+def test_group_norm_and_global_pool_kernels(run: Runner):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 6, 50), np.float32) * 3 + 1
+    scale, bias = rng.standard_normal(6, np.float32), rng.standard_normal(6, np.float32)
+    k = norm.group_norm.specialize(T=f32, BLOCK=32)
+    scalars = _ordered(k, rows=6, across=6, G=3, channels=2, inner=50, share=1, epsilon=1e-5)
+    *_, out = run(k, [x.ravel(), scale, bias, np.zeros(x.size, np.float32)], scalars, (6,))
+    grouped = x.astype(np.float64).reshape(2, 3, -1)
+    standard = (grouped - grouped.mean(-1, keepdims=True)) / np.sqrt(grouped.var(-1, keepdims=True) + 1e-5)
+    want = standard.reshape(x.shape) * scale[:, None] + bias[:, None]
+    np.testing.assert_allclose(out.reshape(x.shape), want, rtol=1e-5, atol=1e-5)
+    for average, reduce in ((True, np.mean), (False, np.max)):
+        k = pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=average)
+        _, out = run(k, [x.ravel(), np.zeros(12, np.float32)], _ordered(k, rows=12, across=12, D=50), (12,))
+        np.testing.assert_allclose(out, reduce(x.astype(np.float64), axis=-1).ravel(), rtol=1e-5, atol=1e-6)
