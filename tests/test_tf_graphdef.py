@@ -179,6 +179,18 @@ OPERATORS: dict[str, tuple[Callable, list[tf.TensorSpec]]] = {
         [IMAGE],
     ),
     "fused_batch_norm_relu": (lambda x: tf.nn.relu(_batch_norm(x)), [IMAGE]),
+    "fused_batch_norm_v1": (
+        lambda x: tf.raw_ops.FusedBatchNorm(
+            x=x,
+            scale=[1.5, 0.5, 1.0, 2.0],
+            offset=[0.1, 0.2, 0.3, 0.4],
+            mean=[0.5, -0.5, 0.0, 1.0],
+            variance=[1.0, 2.0, 0.5, 1.5],
+            epsilon=1e-3,
+            is_training=False,
+        )[0],
+        [IMAGE],
+    ),
     "pad_concat_nchw": (
         lambda x: tf.concat(
             [
@@ -219,6 +231,18 @@ OPERATORS: dict[str, tuple[Callable, list[tf.TensorSpec]]] = {
             axis=-1,
         ),
         [spec(3, 7)],
+    ),
+    "more_elementwise": (
+        lambda x, y: (
+            tf.exp(x) + tf.math.log(tf.abs(x) + 1) + tf.sqrt(tf.abs(y)) + tf.math.reciprocal(x + 5),
+            tf.sin(x) * tf.cos(y) + tf.math.erf(x) + tf.pow(tf.abs(x) + 1, y),
+            tf.raw_ops.Div(x=x, y=y + 5) + tf.raw_ops.Inv(x=y + 5) + tf.raw_ops.Snapshot(input=x),
+            tf.cast(tf.logical_or(tf.logical_not(x > 0), tf.math.is_nan(y)), tf.float32),
+            tf.reduce_prod(x, axis=1) + tf.ensure_shape(tf.reduce_sum(y, axis=1), [1]),
+            *tf.identity_n([x, y]),
+            tf.pad(x, [[1, 0], [0, 2]], constant_values=1.5),
+        ),
+        [spec(3, 7), spec(1, 7, name="y")],
     ),
     "binary": (
         lambda x, y: (
