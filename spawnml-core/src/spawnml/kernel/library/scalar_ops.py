@@ -141,6 +141,20 @@ def _pow(a: Expr, b: Expr) -> Expr:
     return _select(_cmp("==", b, const(0, b)), const(1, a), value)
 
 
+def _asin(x: Expr) -> Expr:
+    """``atan(x / sqrt((1 - x)(1 + x)))``: GPU asin is often only accurate to 1e-4."""
+    one = const(1, x)
+    return _call("atan", _bin("/", x, _call("sqrt", _bin("*", _bin("-", one, x), _bin("+", one, x)))))
+
+
+def _acos(x: Expr) -> Expr:
+    """``2 atan(sqrt((1 - x) / (1 + x)))``, accurate near 1 where ``acos`` is small."""
+    one = const(1, x)
+    return _bin(
+        "*", const(2, x), _call("atan", _call("sqrt", _bin("/", _bin("-", one, x), _bin("+", one, x))))
+    )
+
+
 def _trunc(x: Expr) -> Expr:
     return _select(
         _cmp("<", x, const(0, x)),
@@ -357,8 +371,8 @@ OPS: dict[str, ScalarOp] = {
     "Sin": _intrinsic("sin"),
     "Cos": _intrinsic("cos"),
     "Tan": _intrinsic("tan"),
-    "Asin": _intrinsic("asin"),
-    "Acos": _intrinsic("acos"),
+    "Asin": _unary(_asin),
+    "Acos": _unary(_acos),
     "Atan": _intrinsic("atan"),
     "Sinh": _intrinsic("sinh"),
     "Cosh": _intrinsic("cosh"),

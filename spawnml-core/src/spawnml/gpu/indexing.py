@@ -1,0 +1,144 @@
+"""Indexing, shape-producing and row operators on the GPU: GatherElements, Tile, Trilu, Split,
+CumSum, LogSoftmax, Hardmax, CastLike, Range and ConstantOfShape.
+
+Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
+(free for initializers) and upload the result; everything else runs as a kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import KernelContext
+from ..errors import InvalidArgumentError
+from ..kernel.library.indexing import gather_elements, tile, trilu
+from ..kernel.library.scan import cumsum_rows, hardmax_rows, log_softmax_rows
+from .array import DeviceArray
+from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, unary
+
+
+@GPU_KERNELS.register("GatherElements", since=11)
+def gather_elements_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
+    rank = len(data.shape)
+    axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
+    out = ctx.backend.empty(indices.shape, data.dtype)
+    if out.size:
+        meta = ctx.backend.constant([*indices.shape, *_strides(data.shape)])
+        k = gather_elements.specialize(T=data.elem, RANK=rank)
+        scalars = {"axis": axis, "axis_dim": data.shape[axis]}
+        ctx.backend.launch_flat(k, [data, indices, out, meta], out.size, **scalars)
+    return out
+
+
+@GPU_KERNELS.register("Tile", since=6)
+def tile_(ctx: KernelContext, x: DeviceArray, repeats: DeviceArray) -> DeviceArray:
+    counts = [int(r) for r in _host(ctx, repeats)]
+    if len(counts) != len(x.shape) or min(counts, default=0) < 0:
+        raise InvalidArgumentError(f"Tile repeats {counts} do not fit a tensor of shape {list(x.shape)}")
+    shape = [d * r for d, r in zip(x.shape, counts, strict=True)]
+    out = ctx.backend.empty(shape, x.dtype)
+    if out.size:
+        meta = ctx.backend.constant([*shape, *x.shape, *_strides(x.shape)])
+        ctx.backend.launch_flat(tile.specialize(T=x.elem, RANK=len(shape)), [x, out, meta], out.size)
+    return out
+
+
+@GPU_KERNELS.register("Trilu", since=14)
+def trilu_(ctx: KernelContext, x: DeviceArray, k: DeviceArray | None = None) -> DeviceArray:
+    diagonal = 0 if k is None else int(_host(ctx, k).reshape(()))
+    out = ctx.backend.empty(x.shape, x.dtype)
+    if out.size:
+        kernel = trilu.specialize(T=x.elem, UPPER=bool(ctx.attrs.get("upper", 1)))
+        rows, cols = x.shape[-2:]
+        bounded = max(min(diagonal, cols), -rows)  # the same triangle, within int32
+        ctx.backend.launch_flat(kernel, [x, out], out.size, rows=rows, cols=cols, diagonal=bounded)
+    return out
+
+
+@GPU_KERNELS.register("Split", since=1)
+def split(ctx: KernelContext, x: DeviceArray, sizes: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
+    axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
+    count, size = len(ctx.node.outputs), x.shape[axis]
+    listed = ctx.attrs.get("split")
+    if listed is None and sizes is not None:
+        listed = [int(s) for s in _host(ctx, sizes)]
+    if listed is None:
+        chunk = -(-size // count)
+        listed = [chunk] * (count - 1) + [size - chunk * (count - 1)]
+    if len(listed) != count or sum(listed) != size or min(listed) < 0:
+        raise InvalidArgumentError(f"cannot split an axis of size {size} into {list(listed)}")
+    parts, start, strides = [], 0, _strides(x.shape)
+    for length in listed:
+        shape = [*x.shape[:axis], int(length), *x.shape[axis + 1 :]]
+        out = ctx.backend.empty(shape, x.dtype)
+        if out.size:
+            copy_strided(ctx, x, out, shape, strides, _strides(shape), start * strides[axis])
+        parts.append(out)
+        start += int(length)
+    return tuple(parts)
+
+
+def _rows(ctx: KernelContext, x: DeviceArray, opset_coerces_2d: bool) -> tuple[int, int]:
+    """``(D, inner)`` of the row operators: the axis alone from opset 13, all axes from it before."""
+    axis = _axis(int(ctx.attrs.get("axis", 1 if opset_coerces_2d else -1)), len(x.shape))
+    if opset_coerces_2d:
+        return math.prod(x.shape[axis:]), 1
+    return x.shape[axis], math.prod(x.shape[axis + 1 :])
+
+
+def _row_op(ctx: KernelContext, x: DeviceArray, kernel) -> DeviceArray:
+    size, inner = _rows(ctx, x, ctx.opset < 13)
+    out = ctx.backend.empty(x.shape, x.dtype)
+    if out.size:
+        ctx.backend.launch_flat(kernel, [x, out], x.size // size, D=size, inner=inner)
+    return out
+
+
+@GPU_KERNELS.register("LogSoftmax", since=1, dtypes=FLOAT32)
+def log_softmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    return _row_op(ctx, x, log_softmax_rows.specialize(T=x.elem))
+
+
+@GPU_KERNELS.register("Hardmax", since=1, dtypes=FLOAT32)
+def hardmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    return _row_op(ctx, x, hardmax_rows.specialize(T=x.elem))
+
+
+@GPU_KERNELS.register("CumSum", since=11)
+def cumsum(ctx: KernelContext, x: DeviceArray, axis: DeviceArray) -> DeviceArray:
+    dim = _axis(int(_host(ctx, axis).reshape(())), len(x.shape))
+    out = ctx.backend.empty(x.shape, x.dtype)
+    if out.size:
+        flags = {
+            "EXCLUSIVE": bool(ctx.attrs.get("exclusive", 0)),
+            "REVERSE": bool(ctx.attrs.get("reverse", 0)),
+        }
+        k = cumsum_rows.specialize(T=x.elem, **flags)
+        size, inner = x.shape[dim], math.prod(x.shape[dim + 1 :])
+        ctx.backend.launch_flat(k, [x, out], x.size // size, D=size, inner=inner)
+    return out
+
+
+@GPU_KERNELS.register("CastLike", since=15)
+def cast_like(ctx: KernelContext, x: DeviceArray, like: DeviceArray) -> DeviceArray:
+    target = like.dtype
+    return unary(ctx, "CastBool" if target == np.bool_ else "Cast", x, target)
+
+
+@GPU_KERNELS.register("Range", since=11)
+def range_(ctx: KernelContext, start: DeviceArray, limit: DeviceArray, delta: DeviceArray) -> DeviceArray:
+    first, last, step = (_host(ctx, v).reshape(()) for v in (start, limit, delta))
+    if step == 0:
+        raise InvalidArgumentError("Range delta cannot be 0")
+    count = max(math.ceil((float(last) - float(first)) / float(step)), 0)
+    values = first + np.arange(count, dtype=first.dtype) * step
+    return ctx.backend.from_numpy(values.astype(first.dtype))
+
+
+@GPU_KERNELS.register("ConstantOfShape", since=9)
+def constant_of_shape(ctx: KernelContext, shape: DeviceArray) -> DeviceArray:
+    value = ctx.attrs.get("value")
+    fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
+    return ctx.backend.from_numpy(np.full([int(d) for d in _host(ctx, shape)], fill, np.asarray(fill).dtype))

@@ -1,0 +1,95 @@
+"""Reductions on the GPU: ReduceMax / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
+ArgMax / ArgMin, one thread per output element over generated row kernels.
+
+Reduced axes that are adjacent are read in place (rows ``inner`` apart); others are first
+transposed behind the kept ones. An empty reduction gives the operator's identity (``-inf``
+for Max, 0 for LogSum's sum, ...), as onnxruntime does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..backend import KernelContext
+from ..errors import InvalidArgumentError
+from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
+from ..ops.defs.reduce import AXES_INPUT_SINCE
+from .array import DeviceArray
+from .table import FLOAT32, GPU_KERNELS, _axes, _axis, permuted
+
+#: The value of each reduction over no elements, given the element type.
+_EMPTY = {
+    "Max": lambda t: -np.inf if t.kind == "f" else False if t.kind == "b" else np.iinfo(t).min,
+    "Min": lambda t: np.inf if t.kind == "f" else True if t.kind == "b" else np.iinfo(t).max,
+    "Prod": lambda t: 1,
+    "LogSum": lambda t: -np.inf,
+    "LogSumExp": lambda t: -np.inf,
+}
+
+
+def _rows(ctx: KernelContext, x: DeviceArray, reduced: Sequence[int]) -> tuple[DeviceArray, int, int]:
+    """``x`` (transposed when the reduced axes are apart), the row length ``D`` and ``inner``."""
+    rank = len(x.shape)
+    first, last = reduced[0], reduced[-1]
+    if list(reduced) == list(range(first, last + 1)):
+        return x, math.prod(x.shape[first : last + 1]), math.prod(x.shape[last + 1 :])
+    kept = [i for i in range(rank) if i not in reduced]
+    return permuted(ctx, x, kept + list(reduced)), math.prod(x.shape[i] for i in reduced), 1
+
+
+def _shape(x: DeviceArray, reduced: Sequence[int], keep: bool) -> tuple[int, ...]:
+    return tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keep or i not in reduced)
+
+
+def reduce(ctx: KernelContext, kind: str, x: DeviceArray, axes: DeviceArray | None) -> DeviceArray:
+    """The ``kind`` reduction of ``x`` over the node's axes."""
+    if kind in FLOAT_KINDS and x.dtype != np.float32:
+        raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float32 tensors, not {x.dtype}")
+    chosen = _axes(ctx, axes)
+    if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
+        return x
+    rank = len(x.shape)
+    reduced = sorted({_axis(a, rank) for a in chosen} if chosen else range(rank))
+    shape = _shape(x, reduced, bool(ctx.attrs.get("keepdims", 1)))
+    rows = math.prod(shape)
+    if x.size == 0:
+        value = _EMPTY.get(kind, lambda t: 0)(x.dtype)
+        return ctx.backend.from_numpy(np.full(shape, value, x.dtype))
+    source, size, inner = _rows(ctx, x, reduced)
+    out = ctx.backend.empty(shape, x.dtype)
+    ctx.backend.launch_flat(reduce_kernel(kind, x.elem), [source, out], rows, D=size, inner=inner)
+    return out
+
+
+def arg(ctx: KernelContext, x: DeviceArray, largest: bool) -> DeviceArray:
+    """ArgMax / ArgMin along ``axis``: int64 indices."""
+    axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
+    shape = _shape(x, [axis], bool(ctx.attrs.get("keepdims", 1)))
+    out = ctx.backend.empty(shape, np.dtype(np.int64))
+    if out.size:
+        if x.shape[axis] == 0:
+            raise InvalidArgumentError(f"Arg{'Max' if largest else 'Min'} over an empty axis {axis}")
+        k = arg_kernel(largest, bool(ctx.attrs.get("select_last_index", 0)), x.elem)
+        inner = math.prod(x.shape[axis + 1 :])
+        ctx.backend.launch_flat(k, [x, out], out.size, D=x.shape[axis], inner=inner)
+    return out
+
+
+def _register() -> None:
+    for kind in ("Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
+        name, since = f"Reduce{kind}", AXES_INPUT_SINCE[f"Reduce{kind}"]
+        dtypes = FLOAT32 if kind in FLOAT_KINDS else None
+        GPU_KERNELS.register(name, until=since, dtypes=dtypes)(
+            lambda ctx, x, _k=kind: reduce(ctx, _k, x, None)
+        )
+        GPU_KERNELS.register(name, since=since, dtypes=dtypes)(
+            lambda ctx, x, axes=None, _k=kind: reduce(ctx, _k, x, axes)
+        )
+    GPU_KERNELS.register("ArgMax")(lambda ctx, x: arg(ctx, x, largest=True))
+    GPU_KERNELS.register("ArgMin")(lambda ctx, x: arg(ctx, x, largest=False))
+
+
+_register()

@@ -1,0 +1,84 @@
+"""Index arithmetic kernels: GatherElements, Tile and Trilu.
+
+Each thread computes one output element from its coordinates, decoded against the output
+shape in ``dims``. Launch over a 2-D grid of ``width`` threads per grid row.
+"""
+
+from __future__ import annotations
+
+from ..frontend import kernel
+from ..ir import Scalar, i32, u32
+from ..lang import Buffer, Const, ReadBuffer, global_id
+
+
+@kernel(workgroup=(64,))
+def gather_elements(
+    data: ReadBuffer[T],  # noqa: F821
+    indices: ReadBuffer[i32],
+    out: Buffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    axis: u32,
+    axis_dim: i32,
+    T: Const[Scalar],
+    RANK: Const[int],
+):
+    """``out[c] = data[c with c[axis] = indices[c]]``; ``dims`` = indices' shape, data's strides."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        index = indices[i]
+        if index < 0:
+            index += axis_dim
+        rest = i
+        src = u32(0)
+        for d in range(RANK - 1, -1, -1):
+            coord = rest % dims[d]
+            rest = rest // dims[d]
+            if u32(d) == axis:
+                coord = u32(index)
+            src += coord * dims[RANK + d]
+        out[i] = data[src]
+
+
+@kernel(workgroup=(64,))
+def tile(
+    x: ReadBuffer[T],  # noqa: F821
+    out: Buffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    T: Const[Scalar],
+    RANK: Const[int],
+):
+    """``out[c] = x[c % x.shape]``; ``dims`` = the output's shape, the input's shape and strides."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        rest = i
+        src = u32(0)
+        for d in range(RANK - 1, -1, -1):
+            coord = rest % dims[d]
+            rest = rest // dims[d]
+            src += (coord % dims[RANK + d]) * dims[2 * RANK + d]
+        out[i] = x[src]
+
+
+@kernel(workgroup=(64,))
+def trilu(
+    x: ReadBuffer[T],  # noqa: F821
+    out: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    rows: u32,
+    cols: u32,
+    diagonal: i32,
+    T: Const[Scalar],
+    UPPER: Const[bool],
+):
+    """The upper (``col - row >= diagonal``) or lower (``col - row <= diagonal``) triangle of each matrix."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        col = i32(i % cols)
+        row = i32((i // cols) % rows)
+        keep = col - row >= diagonal if UPPER else col - row <= diagonal
+        out[i] = x[i] if keep else T(0)
