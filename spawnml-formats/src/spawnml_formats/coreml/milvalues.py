@@ -70,13 +70,15 @@ def value_array(value: Any, blobs: BlobFiles, limits: Limits, where: str) -> np.
     tensor = value.immediateValue.tensor
     stored = tensor.WhichOneof("value")
     count = limits.check_shape(shape, where)
+    if (stored == "strings") != (dtype == STRING) and count:
+        raise ModelLoadError(f"{where} is declared {dtype} but holds {stored or 'no values'}")
     if stored in _REPEATED:
         array = np.asarray(getattr(tensor, stored).values).astype(dtype)
     elif stored == "strings":
         array = np.asarray(list(tensor.strings.values), STRING)
     elif stored == "bytes":
         raw = tensor.bytes.values
-        if dtype == STRING or len(raw) != count * dtype.itemsize:
+        if len(raw) != count * dtype.itemsize:
             raise ModelLoadError(f"{where} holds {len(raw):,} bytes, not {count:,} {dtype} values")
         array = np.frombuffer(raw, dtype)
     else:
