@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from ...autograd.functions.creation import empty
-from ...autograd.functions.linalg import matmul
 from ...tensor import Tensor
+from .. import functional as F
 from .. import init
 from .module import Module, Parameter
 
@@ -43,8 +43,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        out = matmul(input, self.weight.t())
-        return out if self.bias is None else out + self.bias
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
