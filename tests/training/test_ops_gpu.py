@@ -83,6 +83,7 @@ CASES = {
         ),
         [(4, 5)],
     ),
+    "slicing": (lambda m, x: x[1:, None, ..., 2] * x[0, :, 1:4].sum(), [(3, 4, 5)]),
     "cat_split": (lambda m, x, y: m.cat(m.split(m.cat([x, y], 1), 2, 1)[::-1], 1), [(3, 2), (3, 3)]),
 }
 

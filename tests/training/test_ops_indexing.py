@@ -153,3 +153,19 @@ def test_pad_modes_repeating_the_input(mode, amounts):
     if mode == "reflect":
         amounts = tuple(min(a, 2) for a in amounts)  # below the padded size
     check(lambda m, x: (F if m is spawnml else TF).pad(x, amounts, mode=mode), [f32(*shape)])
+
+
+BASIC_KEYS = [
+    (Ellipsis, 2),
+    (slice(None), None, slice(1, 3)),
+    (0, Ellipsis, None),
+    (slice(-2, None), -1, slice(10)),
+    (slice(3, 1),),
+    (),
+]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=str)
+def test_basic_indexing_by_slices_matches_torch(key):
+    check(lambda m, x: x[key], [f32(3, 4, 5)])
+    check(lambda m, x: x[key] * 1, [np.float32(2.0)] if key == () else [f32(2, 3, 4)])

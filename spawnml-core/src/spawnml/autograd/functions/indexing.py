@@ -310,10 +310,44 @@ def take(input: Tensor, positions: np.ndarray) -> Tensor:
     return Take.apply(input, constant(positions, input, DEFAULT_INT))
 
 
+def _sliced(input: Tensor, key: Any) -> Tensor | None:
+    """``input[key]`` as slices and reshapes (backward: padding) when ``key`` holds only ints in
+    range, unit-step slices, None and one Ellipsis; None for any other key."""
+    parts = key if isinstance(key, tuple) else (key,)
+    basic = all(p is None or p is Ellipsis or isinstance(p, slice) or type(p) is int for p in parts)
+    consumed = sum(p is not None and p is not Ellipsis for p in parts)
+    if not basic or sum(p is Ellipsis for p in parts) > 1 or consumed > input.ndim:
+        return None
+    out, dim, shape = input, 0, []
+    for part in parts:
+        if part is Ellipsis:
+            shape.extend(input.shape[dim : dim + input.ndim - consumed])
+            dim += input.ndim - consumed
+        elif part is None:
+            shape.append(1)
+        elif isinstance(part, slice):
+            start, stop, step = part.indices(input.shape[dim])
+            if step != 1:
+                return None
+            length = max(0, stop - start)
+            out = out if length == input.shape[dim] else narrow(out, dim, start, length)
+            shape.append(length)
+            dim += 1
+        else:
+            size = input.shape[dim]
+            if not -size <= part < size:
+                return None
+            out = narrow(out, dim, part % size, 1)
+            dim += 1
+    return reshape(out, [*shape, *input.shape[dim:]])
+
+
 def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` for ints, slices (positive steps), None, Ellipsis, bool masks and integer
-    tensors or lists, as torch indexes; the result is a copy, not a view."""
-    return take(input, _positions(input, key))
+    tensors or lists, as torch indexes; the result is a copy, not a view. Keys of ints and unit-step
+    slices cut with ``Slice`` (their gradient pads); the others gather at the selected positions."""
+    sliced = _sliced(input, key)
+    return sliced if sliced is not None else take(input, _positions(input, key))
 
 
 def index_put(input: Tensor, key: Any, value: Tensor | float) -> Tensor:
