@@ -130,6 +130,10 @@ def window_attrs(attrs: dict[str, object], kernel: Sequence[int]) -> tuple[list[
     pads = list(attrs.get("pads") or [0] * (2 * count))
     if not len(strides) == len(dilations) == count or len(pads) != 2 * count:
         raise InvalidGraphError(f"strides, dilations or pads do not match a {count}-d kernel")
+    if min(strides + dilations, default=1) < 1 or min(kernel, default=1) < 1:
+        raise InvalidGraphError(
+            f"kernel {list(kernel)}, strides {strides} and dilations {dilations} must all be positive"
+        )
     return strides, dilations, pads
 
 
