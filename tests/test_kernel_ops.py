@@ -259,3 +259,27 @@ def test_log_softmax_hardmax_and_cumsum(gpu):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     ints = RNG.integers(-5, 5, (2, 6))
     np.testing.assert_array_equal(run(gpu, "CumSum", ints, np.array(-1)), np.cumsum(ints, axis=-1))
+
+
+def test_signed_bit_shifts_out_of_range_follow_numpy(gpu):
+    x = np.array([-8, 8, -1, 5, 7, -3], np.int32)
+    s = np.array([1, 31, 32, -1, 40, 2], np.int32)
+    np.testing.assert_array_equal(run(gpu, "BitShift", x, s, direction="LEFT"), np.left_shift(x, s))
+    np.testing.assert_array_equal(run(gpu, "BitShift", x, s, direction="RIGHT"), np.right_shift(x, s))
+
+
+def test_gather_nd_with_batch_dims(gpu):
+    data = f32(2, 3, 4, 5)
+    indices = np.stack([RNG.integers(-3, 3, (2, 6)), RNG.integers(0, 4, (2, 6))], axis=-1)
+    got = run(gpu, "GatherND", data, indices, opset=13, batch_dims=1)
+    want = np.stack([data[b][tuple(np.moveaxis(indices[b], -1, 0))] for b in range(2)])
+    np.testing.assert_array_equal(got, want)
+    plain = RNG.integers(0, 2, (4, 1))
+    np.testing.assert_array_equal(run(gpu, "GatherND", data, plain, opset=13), data[plain[:, 0]])
+
+
+def test_gemm_transposes_scales_and_broadcasts_c(gpu):
+    a, b, c = f32(7, 5), f32(6, 7), f32(6)
+    got = run(gpu, "Gemm", a, b, c, opset=13, transA=1, transB=1, alpha=0.5, beta=-2.0)
+    np.testing.assert_allclose(got, 0.5 * a.T @ b.T - 2 * c, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run(gpu, "Gemm", a.T, b.T, opset=13), a.T @ b.T, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,5 @@
-"""Indexing, shape-producing and row operators on the GPU: GatherElements, Tile, Trilu, Split,
-CumSum, LogSoftmax, Hardmax, CastLike, Range and ConstantOfShape.
+"""Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Tile, Trilu,
+Split, CumSum, LogSoftmax, Hardmax, CastLike, Range and ConstantOfShape.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
 (free for initializers) and upload the result; everything else runs as a kernel.
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
-from ..kernel.library.indexing import gather_elements, tile, trilu
+from ..kernel.library.indexing import gather_elements, gather_nd, tile, trilu
 from ..kernel.library.scan import cumsum_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
 from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, unary
@@ -142,3 +142,25 @@ def constant_of_shape(ctx: KernelContext, shape: DeviceArray) -> DeviceArray:
     value = ctx.attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
     return ctx.backend.from_numpy(np.full([int(d) for d in _host(ctx, shape)], fill, np.asarray(fill).dtype))
+
+
+@GPU_KERNELS.register("GatherND", since=11)
+def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
+    batch, depth = int(ctx.attrs.get("batch_dims", 0)), indices.shape[-1]
+    if indices.shape[:batch] != data.shape[:batch] or not 1 <= depth <= len(data.shape) - batch:
+        raise InvalidArgumentError(
+            f"GatherND indices of shape {list(indices.shape)} do not index data of shape {list(data.shape)}"
+        )
+    shape = [*indices.shape[:-1], *data.shape[batch + depth :]]
+    out = ctx.backend.empty(shape, data.dtype)
+    if out.size:
+        strides = _strides(data.shape)
+        meta = ctx.backend.constant([*data.shape[batch : batch + depth], *strides[batch : batch + depth]])
+        scalars = {
+            "inner": math.prod(data.shape[batch + depth :]),
+            "per_batch": max(math.prod(indices.shape[batch:-1]), 1),
+            "batch_stride": math.prod(data.shape[batch:]),
+        }
+        k = gather_nd.specialize(T=data.elem, K=depth)
+        ctx.backend.launch_flat(k, [data, indices, out, meta], out.size, **scalars)
+    return out

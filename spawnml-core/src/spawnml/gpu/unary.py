@@ -16,6 +16,8 @@ from .table import FLOAT32, GPU_KERNELS
 BOOL = np.dtype(np.bool_)
 #: Float Mod is refused: ``a - b * trunc(a / b)`` is not the exact remainder ONNX wants.
 INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64)
+#: BitShift's types whose bits all live in the device's int32.
+SHIFTABLE = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
 
 #: Float-only operators with their first opset; attributes come from the node.
 FLOAT_UNARY = {
@@ -73,7 +75,7 @@ def _register() -> None:
     GPU_KERNELS.register("Sum", since=8)(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
     GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
     GPU_KERNELS.register("Mod", since=10, dtypes=INTEGERS)(lambda ctx, x, y: elementwise(ctx, "Mod", [x, y]))
-    GPU_KERNELS.register("BitShift", since=11, dtypes=(np.uint8, np.uint16))(
+    GPU_KERNELS.register("BitShift", since=11, dtypes=SHIFTABLE)(
         lambda ctx, x, y: elementwise(ctx, "BitShift", [x, y])
     )
 

@@ -82,3 +82,31 @@ def trilu(
         row = i32((i // cols) % rows)
         keep = col - row >= diagonal if UPPER else col - row <= diagonal
         out[i] = x[i] if keep else T(0)
+
+
+@kernel(workgroup=(64,))
+def gather_nd(
+    data: ReadBuffer[T],  # noqa: F821
+    indices: ReadBuffer[i32],
+    out: Buffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    inner: u32,
+    per_batch: u32,
+    batch_stride: u32,
+    T: Const[Scalar],
+    K: Const[int],
+):
+    """GatherND: index tuple ``o`` of ``K`` values picks a slice of ``inner`` elements in its batch;
+    ``dims`` = the ``K`` indexed dimensions, then their strides."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        o = i // inner
+        src = (o // per_batch) * batch_stride + i % inner
+        for j in range(u32(K)):
+            index = indices[o * u32(K) + j]
+            if index < 0:
+                index += i32(dims[j])
+            src += u32(index) * dims[u32(K) + j]
+        out[i] = data[src]

@@ -294,7 +294,14 @@ def _relu(x: Expr) -> Expr:
 
 
 def _bit_shift(args: Sequence[Expr], attrs: Attrs, r: Scalar) -> Expr:
-    return _bin("<<" if attrs.get("direction") == "LEFT" else ">>", *args)
+    """A shift by less than 0 or at least 32 bits gives 0 (-1 for a negative value shifted right),
+    as numpy does, where GPU shifts take the amount modulo 32."""
+    x, y = args
+    zero = const(0, x)
+    out_of_range = ir.Binary("||", _cmp("<", y, zero), _cmp(">=", y, const(32, y)), bool_)
+    if attrs.get("direction") == "LEFT":
+        return _select(out_of_range, zero, _bin("<<", x, y))
+    return _select(out_of_range, _select(_cmp("<", x, zero), const(-1, x), zero), _bin(">>", x, y))
 
 
 def _fold(binary: Build, finish: Callable[[Expr, int], Expr] | None = None) -> Build:
