@@ -38,6 +38,11 @@ ACTIVATIONS = {
     "logsigmoid": {},
     "sigmoid": {},
     "tanh": {},
+    "softsign": {},
+    "tanhshrink": {},
+    "threshold": {"threshold": 0.5, "value": -2.0},
+    "hardshrink": {"lambd": 1.0},
+    "softshrink": {"lambd": 1.0},
 }
 
 
@@ -143,6 +148,25 @@ def test_rounding_of_integers_keeps_them():
         theirs = getattr(torch, name)(torch.tensor([-3, 0, 5]))
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         assert ours.dtype == theirs.numpy().dtype
+
+
+def test_prelu_glu_and_softmin():
+    check(
+        lambda m, x, w: (F if m is spawnml else TF).prelu(x, w),
+        [SPECIAL.reshape(8, 2), np.array([0.25, -0.5], np.float32)],
+    )
+    check(
+        lambda m, x, w: (F if m is spawnml else TF).prelu(x, w),
+        [rng.standard_normal((2, 3, 4)).astype(np.float32), np.array([0.1], np.float32)],
+    )
+    check(
+        lambda m, x: (F if m is spawnml else TF).glu(x, 1),
+        [rng.standard_normal((2, 6, 3)).astype(np.float32)],
+    )
+    check(
+        lambda m, x: (F if m is spawnml else TF).softmin(x, -1),
+        [rng.standard_normal((3, 4)).astype(np.float32)],
+    )
 
 
 def test_linear():

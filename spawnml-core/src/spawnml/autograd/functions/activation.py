@@ -1,5 +1,6 @@
 """Activation functions with torch's parameters and gradients, kinks and NaN included; the
-forward passes run on the ONNX operator of the same function where there is one."""
+forward passes run on the ONNX operator of the same function where there is one, and the
+simplest are compositions of differentiable operations."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .arith import _floating, exp, sigmoid, tanh
+from .arith import _floating, abs, exp, sigmoid, tanh
 from .arith import relu as _relu
 from .compare import logical_and, where
+from .movement import reshape
 from .pointwise import erf
 from .promotion import as_tensor
+from .shape import split
+from .softmax import softmax
 
 #: torch's SELU constants.
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -244,3 +248,54 @@ class LogSigmoid(Function):
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))``, computed without overflow."""
     return LogSigmoid.apply(_floating(input))
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return input / (abs(input) + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """``x - tanh(x)``."""
+    return input - tanh(input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``value`` where ``input <= threshold``, else ``input`` (NaN stays)."""
+    return _maybe_in_place(lambda x: where(x <= threshold, value, x), input, inplace)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """0 where ``|x| <= lambd``, else ``x``; NaN stays, with no gradient (as torch)."""
+    return where(abs(input) > lambd, input, input * 0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` moved ``lambd`` toward 0, and 0 within ``lambd`` of it."""
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``input`` where positive, else ``weight * input``, ``weight`` per channel (dimension 1) or shared."""
+    if weight.numel() != 1:
+        if input.ndim < 2 or weight.numel() != input.shape[1]:
+            raise InvalidArgumentError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                f"{weight.numel()} and channel size = {input.shape[1] if input.ndim > 1 else 1}."
+            )
+        weight = reshape(weight, [input.shape[1]] + [1] * (input.ndim - 2))
+    return where(input > 0, input, input * weight)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """``a * sigmoid(b)`` for the two halves ``a``, ``b`` of ``input`` along ``dim``."""
+    size = input.shape[dim] if input.ndim else 0
+    if size % 2:
+        raise InvalidArgumentError(f"Halving dimension must be even, but dimension {dim} is size {size}")
+    first, second = split(input, size // 2, dim)
+    return first * sigmoid(second)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """``softmax(-input, dim)``."""
+    return softmax(-input, dim, dtype=dtype)
