@@ -2,9 +2,10 @@
 
 Each case is a one-node ONNX model run whole on the GPU provider (its placement is checked)
 and on onnxruntime's CPU provider, on the same random inputs. Tolerances: exact for
-selections (nearest Resize, Pad, MaxPool); for sums, 1e-5 relative plus an absolute
-1e-6 per summed product (float32 summed in a different order; WGSL and OpenCL allow
-a few ulp in exp, division and rsqrt).
+selections (nearest Resize, Pad, MaxPool and its Indices); for convolutions and pooling
+sums, 1e-5 relative plus an absolute 1e-6 per summed product (float32 summed in another
+order); 1e-5 for the normalizations and interpolating Resize (WGSL and OpenCL allow a few
+ulp in exp, division and rsqrt).
 """
 
 from __future__ import annotations
