@@ -1,4 +1,6 @@
-"""Selecting by index: ``gather``, ``scatter_add`` and their kin, one-hot masks and ``one_hot``."""
+"""Selecting by index: ``Tensor[key]`` and item assignment, ``gather``/``scatter`` and their
+kin, ``embedding``, ``masked_fill``, one-hot masks and ``one_hot``; and ``cumsum``, whose
+gradient is a reversed ``cumsum``."""
 
 from __future__ import annotations
 
