@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 from functools import cache
 
@@ -19,14 +20,18 @@ from spawnml import ModelLoadError
 PACKAGE = "spawnml_formats.coreml._coremltools_proto"
 
 
+_LOCK = threading.Lock()
+
+
 @cache
 def proto(name: str) -> types.ModuleType:
     """A generated module: ``Model_pb2`` (the ``Model`` message), ``MIL_pb2``, ``NeuralNetwork_pb2``."""
-    if PACKAGE not in sys.modules:
-        spec = importlib.util.find_spec("coremltools")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelLoadError("reading Core ML models needs coremltools (pip install coremltools)")
-        package = types.ModuleType(PACKAGE)
-        package.__path__ = [f"{location}/proto" for location in spec.submodule_search_locations]
-        sys.modules[PACKAGE] = package
-    return importlib.import_module(f"{PACKAGE}.{name}")
+    with _LOCK:
+        if PACKAGE not in sys.modules:
+            spec = importlib.util.find_spec("coremltools")
+            if spec is None or not spec.submodule_search_locations:
+                raise ModelLoadError("reading Core ML models needs coremltools (pip install coremltools)")
+            package = types.ModuleType(PACKAGE)
+            package.__path__ = [f"{location}/proto" for location in spec.submodule_search_locations]
+            sys.modules[PACKAGE] = package
+        return importlib.import_module(f"{PACKAGE}.{name}")
