@@ -71,6 +71,9 @@ from .dtypes import bfloat16, bool, float16, float32, float64, int8, int16, int3
 from .errors import (
     AutogradError,
     BackendUnavailableError,
+    DeviceError,
+    DeviceLostError,
+    DeviceMemoryError,
     ExecutionError,
     InvalidArgumentError,
     InvalidFeedError,
@@ -99,6 +102,9 @@ from .tensor import Tensor
 __all__ = [
     "AutogradError",
     "BackendUnavailableError",
+    "DeviceError",
+    "DeviceLostError",
+    "DeviceMemoryError",
     "ExecutionError",
     "Function",
     "InferenceSession",
