@@ -283,3 +283,34 @@ def test_gemm_transposes_scales_and_broadcasts_c(gpu):
     got = run(gpu, "Gemm", a, b, c, opset=13, transA=1, transB=1, alpha=0.5, beta=-2.0)
     np.testing.assert_allclose(got, 0.5 * a.T @ b.T - 2 * c, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(run(gpu, "Gemm", a.T, b.T, opset=13), a.T @ b.T, rtol=1e-5, atol=1e-5)
+
+
+def numpy_scatter(out, positions, values, reduction):
+    """Apply ``values`` at ``positions`` (index tuples) of ``out`` one after another."""
+    apply = {
+        "none": lambda old, new: new,
+        "add": np.add,
+        "mul": np.multiply,
+        "max": np.maximum,
+        "min": np.minimum,
+    }[reduction]
+    for position, value in zip(positions, values, strict=True):
+        out[position] = apply(out[position], value)
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_nd_and_elements_with_repeated_indices(gpu, reduction):
+    data = f32(4, 3, 5)
+    indices = np.array([[1, 2], [3, 0], [1, 2], [-1, 1]])  # [1, 2] twice: reduced in order
+    updates = f32(4, 5)
+    got = run(gpu, "ScatterND", data, indices, updates, reduction=reduction)
+    positions = [tuple(i % s for i, s in zip(index, data.shape, strict=False)) for index in indices]
+    want = numpy_scatter(data.copy(), positions, updates, reduction)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    along = RNG.integers(-3, 3, (4, 2, 5))  # repeats along axis 1
+    values = f32(4, 2, 5)
+    got = run(gpu, "ScatterElements", data, along, values, axis=1, reduction=reduction)
+    places = [(a, int(along[a, b, c]) % 3, c) for a, b, c in np.ndindex(along.shape)]
+    want = numpy_scatter(data.copy(), places, values.reshape(-1), reduction)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

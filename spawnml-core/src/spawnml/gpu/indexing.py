@@ -1,5 +1,6 @@
 """Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Tile, Trilu,
-Split, CumSum, LogSoftmax, Hardmax, CastLike, Range and ConstantOfShape.
+Split, ScatterND, ScatterElements, CumSum, LogSoftmax, Hardmax, CastLike, Range and
+ConstantOfShape.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
 (free for initializers) and upload the result; everything else runs as a kernel.
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
-from ..kernel.library.indexing import gather_elements, gather_nd, tile, trilu
+from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elements, scatter_nd, tile, trilu
 from ..kernel.library.scan import cumsum_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
 from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, unary
@@ -163,4 +164,59 @@ def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> D
         }
         k = gather_nd.specialize(T=data.elem, K=depth)
         ctx.backend.launch_flat(k, [data, indices, out, meta], out.size, **scalars)
+    return out
+
+
+_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
+
+
+def _reduction(ctx: KernelContext) -> int:
+    name = ctx.attrs.get("reduction", "none")
+    if name not in _REDUCTIONS:
+        raise InvalidArgumentError(f"{ctx.node.op_type} has no reduction {name!r}")
+    return _REDUCTIONS[name]
+
+
+def _copy(ctx: KernelContext, data: DeviceArray) -> DeviceArray:
+    out = ctx.backend.empty(data.shape, data.dtype)
+    if out.size:
+        copy_strided(ctx, data, out, [out.size], [1], [1])
+    return out
+
+
+@GPU_KERNELS.register("ScatterND", since=11)
+def scatter_nd_(
+    ctx: KernelContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
+) -> DeviceArray:
+    depth = indices.shape[-1]
+    out = _copy(ctx, data)
+    inner = math.prod(data.shape[depth:])
+    if updates.size and inner:
+        strides = _strides(data.shape)
+        meta = ctx.backend.constant([*data.shape[:depth], *strides[:depth]])
+        k = scatter_nd.specialize(T=data.elem, K=depth, REDUCTION=_reduction(ctx))
+        count = math.prod(indices.shape[:-1])
+        ctx.backend.launch_flat(k, [out, indices, updates, meta], inner, count=count)
+    return out
+
+
+@GPU_KERNELS.register("Scatter", since=9, until=11)
+@GPU_KERNELS.register("ScatterElements", since=11)
+def scatter_elements_(
+    ctx: KernelContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
+) -> DeviceArray:
+    rank = len(data.shape)
+    axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
+    out = _copy(ctx, data)
+    if updates.size:
+        meta = ctx.backend.constant([*updates.shape, *_strides(data.shape)])
+        k = scatter_elements.specialize(T=data.elem, RANK=rank, REDUCTION=_reduction(ctx))
+        length = updates.shape[axis]
+        scalars = {
+            "inner": math.prod(updates.shape[axis + 1 :]),
+            "length": length,
+            "axis": axis,
+            "axis_dim": data.shape[axis],
+        }
+        ctx.backend.launch_flat(k, [out, indices, updates, meta], updates.size // length, **scalars)
     return out

@@ -110,3 +110,88 @@ def gather_nd(
                 index += i32(dims[j])
             src += u32(index) * dims[u32(K) + j]
         out[i] = data[src]
+
+
+@kernel(workgroup=(64,))
+def scatter_nd(
+    out: Buffer[T],  # noqa: F821
+    indices: ReadBuffer[i32],
+    updates: ReadBuffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    count: u32,
+    T: Const[Scalar],
+    K: Const[int],
+    REDUCTION: Const[int],
+):
+    """ScatterND into ``out`` (a copy of the data): thread ``e`` applies element ``e`` of each of the
+    ``count`` update slices in order, so repeated indices reduce deterministically without atomics.
+    ``REDUCTION``: 0 none, 1 add, 2 mul, 3 max, 4 min; ``dims`` = the ``K`` indexed dims, their strides."""
+    e = global_id(1) * width + global_id(0)
+    if e < n:
+        for u in range(count):
+            dst = e
+            for j in range(u32(K)):
+                index = indices[u * u32(K) + j]
+                if index < 0:
+                    index += i32(dims[j])
+                dst += u32(index) * dims[u32(K) + j]
+            value = updates[u * n + e]
+            if REDUCTION == 1:
+                value += out[dst]
+            if REDUCTION == 2:
+                value *= out[dst]
+            if REDUCTION == 3:
+                value = max(value, out[dst])
+            if REDUCTION == 4:
+                value = min(value, out[dst])
+            out[dst] = value
+
+
+@kernel(workgroup=(64,))
+def scatter_elements(
+    out: Buffer[T],  # noqa: F821
+    indices: ReadBuffer[i32],
+    updates: ReadBuffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    inner: u32,
+    length: u32,
+    axis: u32,
+    axis_dim: i32,
+    T: Const[Scalar],
+    RANK: Const[int],
+    REDUCTION: Const[int],
+):
+    """ScatterElements into ``out`` (a copy of the data): thread ``t`` walks the ``length`` updates
+    along the axis that share its other coordinates, the only ones that can collide, in order.
+    ``REDUCTION`` as for :func:`scatter_nd`; ``dims`` = the updates' shape, the data's strides."""
+    t = global_id(1) * width + global_id(0)
+    if t < n:
+        o = t // inner
+        e = t % inner
+        for j in range(length):
+            pos = (o * length + j) * inner + e
+            index = indices[pos]
+            if index < 0:
+                index += axis_dim
+            rest = pos
+            dst = u32(0)
+            for d in range(RANK - 1, -1, -1):
+                coord = rest % dims[d]
+                rest = rest // dims[d]
+                if u32(d) == axis:
+                    coord = u32(index)
+                dst += coord * dims[RANK + d]
+            value = updates[pos]
+            if REDUCTION == 1:
+                value += out[dst]
+            if REDUCTION == 2:
+                value *= out[dst]
+            if REDUCTION == 3:
+                value = max(value, out[dst])
+            if REDUCTION == 4:
+                value = min(value, out[dst])
+            out[dst] = value
