@@ -278,6 +278,14 @@ def test_resize_cubic(provider, exclude):
     )
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias(provider, mode):
+    x = f32(1, 2, 16, 13)
+    given = {"_roi": np.zeros(0, np.float32), "scales": np.array([1, 1, 0.3, 0.55], np.float32)}
+    onnx_model = model("Resize", {"x": x}, given, opset=18, mode=mode, antialias=1)
+    compare(provider, onnx_model, {"x": x}, rtol=1e-5, atol=1e-5)
+
+
 def test_resize_10_and_refusals(provider):
     x = f32(1, 2, 3, 4)
     onnx_model = model("Resize", {"x": x}, {"scales": np.array([1, 1, 2, 3], np.float32)}, opset=10)

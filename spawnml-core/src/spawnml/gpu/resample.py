@@ -39,8 +39,8 @@ def check(node: Node, opset: int) -> str | None:
         value = as_text(attrs.get(name, default))
         if value not in allowed:
             return f"{name} {value!r} is not supported on the GPU"
-    if attrs.get("antialias", 0):
-        return "antialias is not supported on the GPU"
+    if attrs.get("antialias", 0) and as_text(attrs.get("mode", "nearest")) == "nearest":
+        return "antialias needs mode 'linear' or 'cubic'"
     return None
 
 
@@ -81,23 +81,28 @@ def _cubic(distance: np.ndarray, a: F32) -> np.ndarray:
 
 def taps(size: int, out: int, scale: float, attrs: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """``(index, weight)``, each ``(taps, out)``: int32 input positions clamped to the axis, and
-    float32 weights (one tap of weight 1 for nearest)."""
+    float32 weights (one tap of weight 1 for nearest). An antialiased filter widens by ``1 /
+    scale`` when shrinking and, like one that excludes taps outside the input, is normalized."""
     scale = F32(scale)
     coords = source_coords(size, out, scale, as_text(attrs["coordinate_transformation_mode"]))
     mode = as_text(attrs["mode"])
     if mode == "nearest":
         index = _nearest(coords, as_text(attrs["nearest_mode"]), scale < 1)[None, :]
         return np.clip(index, 0, size - 1).astype(np.int32), np.ones(index.shape, F32)
-    reach = 1 if mode == "linear" else 2
+    antialias = bool(attrs.get("antialias", 0)) and scale < 1
+    stretch = scale if antialias else F32(1)
+    reach = int(np.ceil((1 if mode == "linear" else 2) / stretch))
     index = np.floor(coords).astype(np.int64)[None, :] + np.arange(1 - reach, reach + 1)[:, None]
-    distance = (index - coords[None, :]).astype(F32)
+    distance = (index - coords[None, :]).astype(F32) * stretch
     weigh: Callable[[np.ndarray], np.ndarray] = (
         (lambda d: np.maximum(F32(1) - np.abs(d), F32(0)))
         if mode == "linear"
         else (lambda d: _cubic(d, F32(attrs["cubic_coeff_a"])))
     )
     weight = weigh(distance)
-    if attrs.get("exclude_outside", 0):
+    exclude = bool(attrs.get("exclude_outside", 0))
+    if exclude:
         weight = np.where((index >= 0) & (index < size), weight, F32(0))
+    if exclude or antialias:
         weight = weight / weight.sum(axis=0, keepdims=True)
     return np.clip(index, 0, size - 1).astype(np.int32), weight.astype(F32)
