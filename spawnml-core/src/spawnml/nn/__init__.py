@@ -1,10 +1,11 @@
-"""``spawnml.nn``: modules, initialisation and the functional API, with torch.nn's names."""
+"""``spawnml.nn``: modules, initialisation and the functional API, with torch.nn's names, and
+``from_onnx`` for training imported models."""
 
 from __future__ import annotations
 
 from . import functional, init
+from .graph_module import GraphModule, from_onnx
 from .modules import *  # noqa: F403  (the layers, listed in modules.__all__)
 from .modules import __all__ as _modules
-from .onnx_module import OnnxModule, from_onnx
 
-__all__ = ["OnnxModule", "from_onnx", "functional", "init", *_modules]
+__all__ = ["GraphModule", "from_onnx", "functional", "init", *_modules]
