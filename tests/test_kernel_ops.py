@@ -314,3 +314,23 @@ def test_scatter_nd_and_elements_with_repeated_indices(gpu, reduction):
     places = [(a, int(along[a, b, c]) % 3, c) for a, b, c in np.ndindex(along.shape)]
     want = numpy_scatter(data.copy(), places, values.reshape(-1), reduction)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_softmax_cross_entropy_and_nll_with_weights_and_ignored_labels(gpu, reduction):
+    scores, labels, weight = f32(3, 5, 4), RNG.integers(0, 5, (3, 4)), np.abs(f32(5)) + 0.1
+    labels[0, 1] = labels[2, 3] = -1
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    log_prob = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    kept = labels != -1
+    classes = np.where(kept, labels, 0)
+    picked = np.take_along_axis(log_prob, classes[:, None], axis=1)[:, 0]
+    w = np.where(kept, weight[classes], 0)
+    terms = -picked * w
+    want = {"none": terms, "sum": terms.sum(), "mean": terms.sum() / w.sum()}[reduction]
+    attrs = {"reduction": reduction, "ignore_index": -1}
+    loss, got_log_prob = run(gpu, "SoftmaxCrossEntropyLoss", scores, labels, weight, outputs=2, **attrs)
+    np.testing.assert_allclose(got_log_prob, log_prob, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss, want, rtol=1e-5, atol=1e-6)
+    nll = run(gpu, "NegativeLogLikelihoodLoss", log_prob, labels, weight, **attrs)
+    np.testing.assert_allclose(nll, want, rtol=1e-5, atol=1e-6)
