@@ -118,6 +118,25 @@ RULES: dict[str, Rule] = {
 BUFFER_INPUTS = {"BatchNormalization": (3, 4)}
 
 
+def _refuse_untrainable(graph: Graph) -> None:
+    """Raise, naming every operator, when a node has no differentiable form here (or uses an
+    output besides the first, which none of the forms computes)."""
+    reasons: dict[tuple[str, str], str] = {}
+    for node in graph.nodes:
+        if node.domain not in ("", "ai.onnx") or node.op_type not in RULES:
+            reasons[node.domain, node.op_type] = "no differentiable form in GraphModule"
+        elif any(node.outputs[1:]):
+            reasons[node.domain, node.op_type] = "GraphModule computes only the first output"
+    if reasons:
+        refused = [
+            UnsupportedOperator(
+                d, op, graph.opset(d), sum(n.op_type == op and n.domain == d for n in graph.nodes), (why,)
+            )
+            for (d, op), why in sorted(reasons.items())
+        ]
+        raise UnsupportedOperatorError(refused, ["GraphModule"])
+
+
 def _safe(name: str) -> str:
     """An attribute name for an initializer (``fc.weight`` -> ``fc_weight``)."""
     return "".join(c if c.isalnum() else "_" for c in name)
@@ -131,27 +150,7 @@ class GraphModule(Module):
         from ..plugins import operators
 
         registry = operators()
-        refused = sorted(
-            {
-                (n.domain, n.op_type)
-                for n in graph.nodes
-                if n.domain not in ("", "ai.onnx") or n.op_type not in RULES
-            }
-        )
-        if refused:
-            raise UnsupportedOperatorError(
-                [
-                    UnsupportedOperator(
-                        d,
-                        op,
-                        graph.opset(d),
-                        sum(n.op_type == op for n in graph.nodes),
-                        ("no differentiable form in GraphModule",),
-                    )
-                    for d, op in refused
-                ],
-                ["GraphModule"],
-            )
+        _refuse_untrainable(graph)
         self.graph = graph
         self._steps: list[tuple[Node, Attrs]] = []
         for node in graph.nodes:
