@@ -56,7 +56,7 @@ def digits():
 
 def _cases() -> list:
     cases = []
-    for device in ("cpu", "webgpu", "opencl"):
+    for device in ("cpu", "webgpu", "opencl", "cuda"):
         for kind in ("mlp", "cnn"):
             marks = []
             if device != "cpu" and kind in MISSING:

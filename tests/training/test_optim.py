@@ -52,7 +52,7 @@ def _device(name: str) -> str:
     return name
 
 
-@pytest.fixture(params=["cpu", "webgpu", "opencl"])
+@pytest.fixture(params=["cpu", "webgpu", "opencl", "cuda"])
 def device(request):
     return _device(request.param)
 
