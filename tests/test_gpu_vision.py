@@ -286,18 +286,27 @@ def test_resize_antialias(provider, mode):
     compare(provider, onnx_model, {"x": x}, rtol=1e-5, atol=1e-5)
 
 
-def test_resize_10_and_refusals(provider):
+def test_resize_10(provider):
     x = f32(1, 2, 3, 4)
     onnx_model = model("Resize", {"x": x}, {"scales": np.array([1, 1, 2, 3], np.float32)}, opset=10)
     compare(provider, onnx_model, {"x": x})
-    crop = model(
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_crop(provider, mode):
+    x = f32(1, 2, 6, 7)
+    roi = np.array([0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4], np.float32)  # partly outside the input
+    given = {"roi": roi, "_scales": np.zeros(0, np.float32), "sizes": np.array([1, 2, 5, 4], np.int64)}
+    onnx_model = model(
         "Resize",
         {"x": x},
-        {"roi": np.zeros(8, np.float32), "scales": np.ones(4, np.float32)},
+        given,
+        opset=13,
+        mode=mode,
         coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=-3.5,
     )
-    with pytest.raises(spawnml.UnsupportedOperatorError, match="tf_crop_and_resize"):
-        spawnml.InferenceSession(crop, providers=[provider])
+    compare(provider, onnx_model, {"x": x}, rtol=1e-5, atol=1e-6)
 
 
 PADS = [

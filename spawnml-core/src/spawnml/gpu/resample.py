@@ -18,9 +18,10 @@ from ..ops.shapes import as_text
 F32 = np.float32
 #: Nearest rounding of Upsample and Resize-10: floor when enlarging, ceil when shrinking.
 LEGACY_NEAREST = "legacy"
+CROP = "tf_crop_and_resize"
 TRANSFORMS = frozenset(
     {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners"}
-    | {"asymmetric"}
+    | {"asymmetric", CROP}
 )
 NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
 MODES = frozenset({"nearest", "linear", "cubic"})
@@ -44,8 +45,10 @@ def check(node: Node, opset: int) -> str | None:
     return None
 
 
-def source_coords(size: int, out: int, scale: F32, transform: str) -> np.ndarray:
-    """Where each output position lies in input coordinates."""
+def source_coords(
+    size: int, out: int, scale: F32, transform: str, roi: tuple[F32, F32] = (F32(0), F32(1))
+) -> np.ndarray:
+    """Where each output position lies in input coordinates (``roi``: the crop's start and end)."""
     x = np.arange(out, dtype=F32)
     if transform == "half_pixel":
         return (x + F32(0.5)) / scale - F32(0.5)
@@ -58,6 +61,11 @@ def source_coords(size: int, out: int, scale: F32, transform: str) -> np.ndarray
         return (x + F32(0.5)) / scale
     if transform == "align_corners":
         return x * F32(size - 1) / F32(out - 1) if out > 1 else np.zeros(1, F32)
+    if transform == CROP:
+        start, end = roi
+        if out == 1:
+            return np.full(1, F32(0.5) * (start + end) * F32(size - 1), F32)
+        return start * F32(size - 1) + x * (end - start) * F32(size - 1) / F32(out - 1)
     return x / scale  # asymmetric
 
 
@@ -79,12 +87,20 @@ def _cubic(distance: np.ndarray, a: F32) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, F32(0)))
 
 
-def taps(size: int, out: int, scale: float, attrs: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def outside(size: int, out: int, scale: float, attrs: Mapping[str, Any], roi: tuple[F32, F32]) -> np.ndarray:
+    """Which output positions of a crop fall outside the input (they take ``extrapolation_value``)."""
+    coords = source_coords(size, out, F32(scale), CROP, roi)
+    return (coords < 0) | (coords > F32(size - 1))
+
+
+def taps(
+    size: int, out: int, scale: float, attrs: Mapping[str, Any], roi: tuple[F32, F32] = (F32(0), F32(1))
+) -> tuple[np.ndarray, np.ndarray]:
     """``(index, weight)``, each ``(taps, out)``: int32 input positions clamped to the axis, and
     float32 weights (one tap of weight 1 for nearest). An antialiased filter widens by ``1 /
     scale`` when shrinking and, like one that excludes taps outside the input, is normalized."""
     scale = F32(scale)
-    coords = source_coords(size, out, scale, as_text(attrs["coordinate_transformation_mode"]))
+    coords = source_coords(size, out, scale, as_text(attrs["coordinate_transformation_mode"]), roi)
     mode = as_text(attrs["mode"])
     if mode == "nearest":
         index = _nearest(coords, as_text(attrs["nearest_mode"]), scale < 1)[None, :]

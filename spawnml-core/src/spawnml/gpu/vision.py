@@ -41,7 +41,7 @@ from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
-from .table import FLOAT32, GPU_KERNELS
+from .table import FLOAT32, GPU_KERNELS, where
 
 Array = DeviceArray
 #: Tile of the matrix-product convolution, and the threads of a workgroup-per-row reduction.
@@ -339,8 +339,21 @@ def _host(ctx: KernelContext, x: Array | None) -> np.ndarray | None:
     return None if x is None or x.size == 0 else ctx.backend.to_numpy(x)
 
 
-def resize(ctx: KernelContext, x: Array, attrs: dict[str, Any], scales: Any, sizes: Any) -> Array:
-    """Resample ``x`` one axis at a time through host-computed taps."""
+def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[np.float32, np.float32]]:
+    """Each axis's crop as (start, end) fractions of the input (the whole axis where not given)."""
+    full = [(np.float32(0), np.float32(1))] * rank
+    if roi is not None:
+        values = roi.astype(np.float32).reshape(-1)
+        for i, dim in enumerate(axes):
+            full[dim] = (values[i], values[i + len(axes)])
+    return full
+
+
+def resize(
+    ctx: KernelContext, x: Array, attrs: dict[str, Any], scales: Any, sizes: Any, roi: Any = None
+) -> Array:
+    """Resample ``x`` one axis at a time through host-computed taps; a crop's outside positions
+    then take ``extrapolation_value``."""
     _float(x, ctx.node.op_type)
     rank = len(x.shape)
     axes = [normalize_axis(int(a), rank) for a in attrs.get("axes") or range(rank)]
@@ -348,11 +361,17 @@ def resize(ctx: KernelContext, x: Array, attrs: dict[str, Any], scales: Any, siz
     scales = None if scales is None else [float(s) for s in np.asarray(scales, np.float32).reshape(-1)]
     sizes = None if sizes is None else [int(s) for s in sizes.reshape(-1)]
     out, factors = resize_output(x.shape, scales, sizes, axes, policy)
+    crop = as_text(attrs["coordinate_transformation_mode"]) == resample.CROP
+    rois = _rois(roi, rank, axes)
+    mask = np.zeros((1,) * rank, bool)
     y = x
     for dim in range(rank):
-        if out[dim] == y.shape[dim] and factors[dim] == 1:
+        if out[dim] == y.shape[dim] and factors[dim] == 1 and not crop:
             continue
-        index, weight = resample.taps(y.shape[dim], int(out[dim]), float(factors[dim]), attrs)
+        if crop:
+            flags = resample.outside(y.shape[dim], int(out[dim]), float(factors[dim]), attrs, rois[dim])
+            mask = mask | flags.reshape(-1, *(1,) * (rank - dim - 1))
+        index, weight = resample.taps(y.shape[dim], int(out[dim]), float(factors[dim]), attrs, rois[dim])
         shape = (*y.shape[:dim], int(out[dim]), *y.shape[dim + 1 :])
         result = ctx.backend.empty(shape, x.dtype)
         k = resample_axis.specialize(T=f32, TAPS=len(index))
@@ -360,6 +379,9 @@ def resize(ctx: KernelContext, x: Array, attrs: dict[str, Any], scales: Any, siz
         scalars = {"size": y.shape[dim], "out": shape[dim], "inner": max(math.prod(shape[dim + 1 :]), 1)}
         ctx.backend.launch_flat(k, buffers, result.size, **scalars)
         y = result
+    if mask.any():
+        fill = ctx.backend.from_numpy(np.array(attrs.get("extrapolation_value", 0.0), np.float32))
+        y = where(ctx, ctx.backend.from_numpy(mask), fill, y)
     return y
 
 
@@ -391,7 +413,7 @@ def resize_11(
     scales: Array | None = None,
     sizes: Array | None = None,
 ) -> Array:
-    return resize(ctx, x, ctx.attrs, _host(ctx, scales), _host(ctx, sizes))
+    return resize(ctx, x, ctx.attrs, _host(ctx, scales), _host(ctx, sizes), _host(ctx, roi))
 
 
 @GPU_KERNELS.register("Upsample", since=7, until=9, check=_check_legacy, dtypes=FLOAT32)
