@@ -205,3 +205,30 @@ def test_scheduler_state_dict_round_trip():
         first.step()
         second.step()
         assert first.get_last_lr() == second.get_last_lr()
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("SGD", {"max_lr": 0.5, "total_steps": 20}),
+        ("Adam", {"max_lr": [0.1, 0.3], "epochs": 4, "steps_per_epoch": 5, "anneal_strategy": "linear"}),
+        ("SGD", {"max_lr": 0.5, "total_steps": 20, "three_phase": True, "pct_start": 0.25}),
+    ],
+)
+def test_one_cycle_matches_torch(name, options):
+    def groups(lib):
+        return [{"params": [lib.ones(2, requires_grad=True)]}, {"params": [lib.ones(1, requires_grad=True)]}]
+
+    extra = {"momentum": 0.9} if name == "SGD" else {}
+    mine = getattr(optim, name)(groups(spawnml), lr=0.1, **extra)
+    reference = getattr(torch.optim, name)(groups(torch), lr=0.1, **extra)
+    ours = lr_scheduler.OneCycleLR(mine, **options)
+    theirs = torch.optim.lr_scheduler.OneCycleLR(reference, **options)
+    key = "betas" if name == "Adam" else "momentum"
+    for _ in range(19):
+        assert ours.get_last_lr() == theirs.get_last_lr()
+        assert [g[key] for g in mine.param_groups] == [g[key] for g in reference.param_groups]
+        mine.step()
+        reference.step()
+        ours.step()
+        theirs.step()

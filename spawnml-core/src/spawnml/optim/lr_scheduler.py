@@ -172,6 +172,113 @@ class CosineAnnealingLR(LRScheduler):
         return [ratio * (lr - self.eta_min) + self.eta_min for _, lr in pairs]
 
 
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: the rate rises from ``max_lr / div_factor`` to ``max_lr`` over
+    ``pct_start`` of ``total_steps``, then anneals to ``initial / final_div_factor`` (with a
+    third phase when ``three_phase``), the momentum (or Adam's beta1) cycling the other way;
+    stepped once per batch."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | Sequence[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.85,
+        max_momentum: float = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
+        if total_steps is None:
+            if epochs is None or steps_per_epoch is None:
+                raise InvalidArgumentError(
+                    "You must define either total_steps OR (epochs AND steps_per_epoch)"
+                )
+            total_steps = epochs * steps_per_epoch
+        if total_steps <= 0:
+            raise InvalidArgumentError(f"Expected positive integer total_steps, but got {total_steps}")
+        if not 0 <= pct_start <= 1:
+            raise InvalidArgumentError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise InvalidArgumentError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
+        self.total_steps, self.anneal_strategy, self.cycle_momentum = (
+            total_steps,
+            anneal_strategy,
+            cycle_momentum,
+        )
+        rise = float(pct_start * total_steps) - 1
+        if three_phase:
+            self._phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (
+                    float(2 * pct_start * total_steps) - 2,
+                    "max_lr",
+                    "initial_lr",
+                    "base_momentum",
+                    "max_momentum",
+                ),
+                (total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
+        else:
+            self._phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
+        groups = optimizer.param_groups
+        peaks = list(max_lr) if isinstance(max_lr, Sequence) else [max_lr] * len(groups)
+        self._use_beta1 = "betas" in optimizer.defaults
+        if cycle_momentum and not self._use_beta1 and "momentum" not in optimizer.defaults:
+            raise InvalidArgumentError(
+                "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+            )
+        for group, peak in zip(groups, peaks, strict=True):
+            if last_epoch == -1:
+                group["initial_lr"], group["max_lr"] = peak / div_factor, peak
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+                if cycle_momentum:
+                    self._set_momentum(group, max_momentum)
+                    group["max_momentum"], group["base_momentum"] = max_momentum, base_momentum
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
+        if self._use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise InvalidArgumentError(
+                f"Tried to step {step} times. The specified number of total steps is {self.total_steps}"
+            )
+        rates = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for index, (end, lr_from, lr_to, momentum_from, momentum_to) in enumerate(self._phases):
+                if step <= end or index == len(self._phases) - 1:
+                    pct = (step - start) / (end - start)
+                    rates.append(self._anneal(group[lr_from], group[lr_to], pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(group[momentum_from], group[momentum_to], pct))
+                    break
+                start = end
+        return rates
+
+
 class ReduceLROnPlateau:
     """The rate times ``factor`` once the metric given to :meth:`step` stops improving for
     ``patience`` epochs, then a ``cooldown``, never below ``min_lr``."""
