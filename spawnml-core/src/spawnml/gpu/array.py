@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,18 +32,32 @@ def physical(dtype: np.dtype) -> Scalar:
 
 class Storage:
     """A device buffer; it goes back to its runtime's pool when the last view is dropped, or is
-    released then when ``reuse`` was turned off (a closed session's weights)."""
+    released then when ``reuse`` was turned off (a closed session's weights).
+
+    The return is a ``weakref.finalize`` that holds the handle: were it ``__del__``, the cyclic
+    collector freeing a reference cycle (an autograd graph) could finalize the library's buffer
+    object first, and the pool would then hand out a dead buffer.
+    """
 
     handle: Any = None  # stays None when the allocation fails
 
     def __init__(self, runtime: Runtime, nbytes: int) -> None:
         self.runtime = runtime
-        self.reuse = True
+        self._reuse = [True]
         self.handle, self.size = runtime.alloc(nbytes)
+        weakref.finalize(self, _give_back, runtime, self.handle, self.size, self._reuse).atexit = False
 
-    def __del__(self) -> None:
-        if self.handle is not None:
-            self.runtime.free(self.handle, self.size, self.reuse)
+    @property
+    def reuse(self) -> bool:
+        return self._reuse[0]
+
+    @reuse.setter
+    def reuse(self, value: bool) -> None:
+        self._reuse[0] = value
+
+
+def _give_back(runtime: Runtime, handle: Any, size: int, reuse: list[bool]) -> None:
+    runtime.free(handle, size, reuse[0])
 
 
 @dataclass(frozen=True, eq=False)
