@@ -20,12 +20,7 @@ TF = torch.nn.functional
 GPU = {"rtol": 1e-4, "atol": 1e-5}
 
 
-#: WebGPU is left out for now: its storage goes back to the pool from ``Storage.__del__``, and when
-#: the cyclic collector frees an autograd graph (an output and the node that saved it refer to each
-#: other) it may release the wgpu buffer first; the pool then hands out a dead buffer ("must be a
-#: cdata pointer, not NoneType", or a wgpu panic that aborts the process). With the collector off,
-#: every case here passes on webgpu too.
-GPU_BACKENDS = ["opencl"]
+GPU_BACKENDS = ["webgpu", "opencl"]
 
 
 @pytest.fixture(params=GPU_BACKENDS, scope="module")
@@ -66,6 +61,7 @@ CASES = {
         lambda m, x, w: lib(m).conv_transpose2d(x, w, stride=2, output_padding=1),
         [(1, 2, 4, 3), (2, 3, 3, 3)],
     ),
+    "max_pool2d": (lambda m, x: lib(m).max_pool2d(x, 3, 2, 1), [(2, 3, 7, 7)]),
     "avg_pool2d": (lambda m, x: lib(m).avg_pool2d(x, 3, 2, 1), [(2, 3, 7, 7)]),
     "adaptive_avg_pool2d": (lambda m, x: lib(m).adaptive_avg_pool2d(x, 1), [(2, 3, 5, 4)]),
     "linear": (lambda m, x, w, b: lib(m).linear(x, w, b), [(5, 4), (3, 4), (3,)]),
@@ -84,6 +80,14 @@ CASES = {
         [(4, 5)],
     ),
     "slicing": (lambda m, x: x[1:, None, ..., 2] * x[0, :, 1:4].sum(), [(3, 4, 5)]),
+    "gather_scatter_add": (
+        lambda m, x, s: (
+            x.gather(1, m.tensor([[0, 2], [1, 1]], device=x.device)).sum()
+            + x.scatter_add(1, m.tensor([[2, 2], [0, 1]], device=x.device), s)
+        ),
+        [(2, 3), (2, 2)],
+    ),
+    "advanced_indexing": (lambda m, x: x[m.tensor([2, 0, 2], device=x.device), ::2], [(3, 4)]),
     "cat_split": (lambda m, x, y: m.cat(m.split(m.cat([x, y], 1), 2, 1)[::-1], 1), [(3, 2), (3, 3)]),
 }
 
@@ -92,6 +96,18 @@ CASES = {
 def test_operation_on_the_gpu(device, name):
     fn, shapes = CASES[name]
     check(fn, [f32(*shape) for shape in shapes], device=device, **GPU)
+
+
+def test_embedding_and_item_assignment_on_the_gpu(device):
+    indices = np.array([[0, 3, 3], [1, 0, 2]], np.int64)
+
+    def fn(m, w, v):
+        on = device if m is spawnml else "cpu"
+        rows = lib(m).embedding(m.tensor(indices, device=on), w, padding_idx=2)
+        rows[:, 1] = v
+        return rows
+
+    check(fn, [f32(4, 5), f32(5)], device=device, **GPU)
 
 
 def test_cross_entropy_on_the_gpu(device):
