@@ -16,10 +16,11 @@ from .graph_edit import constant, consumers, fresh_name, only_reader, producers
 def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
     """Fold BatchNormalization / Mul / Add after Conv into the Conv's weights; return how many."""
     folded = 0
+    made, readers = producers(graph), consumers(graph)
     for node in list(graph.nodes):
         if node.domain or node.op_type not in ("BatchNormalization", "Mul", "Add"):
             continue
-        conv, channel = _conv_and_channel_input(graph, node)
+        conv, channel = _conv_and_channel_input(graph, node, made, readers)
         if conv is None or ctx.placement(graph, conv) is not ctx.placement(graph, node):
             continue
         weight, bias = _weights(graph, conv)
@@ -40,13 +41,14 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         conv.outputs = [node.outputs[0]]
         graph.nodes.remove(node)
         folded += 1
+        made, readers = producers(graph), consumers(graph)  # the wiring changed
     return folded
 
 
-def _conv_and_channel_input(graph: Graph, node: Node) -> tuple[Node | None, str]:
+def _conv_and_channel_input(
+    graph: Graph, node: Node, made: dict[str, Node], readers: dict[str, list[Node]]
+) -> tuple[Node | None, str]:
     """The Conv feeding ``node`` as its only reader, and the name of ``node``'s other input."""
-    made = producers(graph)
-    readers = consumers(graph)
     names = node.inputs[:1] if node.op_type == "BatchNormalization" else node.inputs
     for index, name in enumerate(names):
         conv = made.get(name)
