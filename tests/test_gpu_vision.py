@@ -359,6 +359,16 @@ def test_max_pool_indices(provider, shape, attrs, storage_order):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize(
+    ("target", "axes"), [([3, 9], [1, 2]), ([8, 2, 5], None), ([7, 4], [-1, 0])], ids=str
+)
+def test_center_crop_pad(provider, target, axes):
+    x = f32(4, 5, 6)
+    extra = {} if axes is None else {"axes": axes}
+    onnx_model = model("CenterCropPad", {"x": x}, {"shape": np.array(target, np.int64)}, opset=18, **extra)
+    compare(provider, onnx_model, {"x": x})
+
+
 def test_refusals_are_precise(provider):
     x = f32(2, 3, 4)
     training = helper.make_node(

@@ -440,6 +440,26 @@ def _check_pad(node: Node, opset: int) -> str | None:
     return None if mode in PAD_MODES else f"mode {mode!r} is not one of {sorted(PAD_MODES)}"
 
 
+def padded(
+    ctx: KernelContext, x: Array, begins: list[int], ends: list[int], mode: int, value: Array
+) -> Array:
+    """``x`` widened by ``begins``/``ends`` per axis (negative values crop) in pad ``mode``."""
+    shape = [size + b + e for size, b, e in zip(x.shape, begins, ends, strict=True)]
+    if any(d < 0 for d in shape):
+        raise InvalidArgumentError(f"pads {begins + ends} crop more than the input shape {list(x.shape)}")
+    y = ctx.backend.empty(shape, x.dtype)
+    if y.size and not x.size and mode != padding.CONSTANT:
+        raise InvalidArgumentError("padding other than constant needs a non-empty input")
+    dims = ctx.backend.constant([*shape, *x.shape, *begins], np.int32)
+    k = padding.pad.specialize(T=x.elem, RANK=max(len(shape), 1), MODE=mode)
+    ctx.backend.launch_flat(k, [x, value, y, dims], y.size)
+    return y
+
+
+def _axes_of(axes: Sequence[int] | np.ndarray | None, rank: int) -> list[int]:
+    return list(range(rank)) if axes is None else [normalize_axis(int(a), rank) for a in axes]
+
+
 @GPU_KERNELS.register("Pad", since=2, check=_check_pad)
 def pad(
     ctx: KernelContext,
@@ -451,26 +471,32 @@ def pad(
     """Constant, reflect, edge or wrap padding; negative pads crop."""
     rank = len(x.shape)
     widths = [int(p) for p in (ctx.attrs["pads"] if ctx.opset < 11 else _host(ctx, pads).reshape(-1))]
-    chosen = list(range(rank)) if axes is None else [normalize_axis(int(a), rank) for a in _host(ctx, axes)]
+    chosen = _axes_of(_host(ctx, axes), rank)
     if len(widths) != 2 * len(chosen):
         raise InvalidArgumentError(f"Pad has {len(widths)} pads for {len(chosen)} axes")
     begins, ends = [0] * rank, [0] * rank
     for i, axis in enumerate(chosen):
         begins[axis], ends[axis] = widths[i], widths[i + len(chosen)]
-    shape = [size + b + e for size, b, e in zip(x.shape, begins, ends, strict=True)]
-    if any(d < 0 for d in shape):
-        raise InvalidArgumentError(f"pads {widths} crop more than the input shape {list(x.shape)}")
-    y = ctx.backend.empty(shape, x.dtype)
-    mode = PAD_MODES[as_text(ctx.attrs.get("mode", "constant"))]
-    if y.size and not x.size and mode != padding.CONSTANT:
-        raise InvalidArgumentError(f"Pad mode {ctx.attrs.get('mode')!r} needs a non-empty input")
     if value is None or value.size == 0:
         fill = float(ctx.attrs.get("value", 0.0)) if ctx.opset < 11 else 0
         value = ctx.backend.constant([fill], x.elem.numpy)
-    dims = ctx.backend.constant([*shape, *x.shape, *begins], np.int32)
-    k = padding.pad.specialize(T=x.elem, RANK=max(rank, 1), MODE=mode)
-    ctx.backend.launch_flat(k, [x, value, y, dims], y.size)
-    return y
+    return padded(ctx, x, begins, ends, PAD_MODES[as_text(ctx.attrs.get("mode", "constant"))], value)
+
+
+@GPU_KERNELS.register("CenterCropPad", since=18)
+def center_crop_pad(ctx: KernelContext, x: Array, shape: Array) -> Array:
+    """Each listed axis cropped or zero-padded to its target size, centred (the odd one after)."""
+    rank = len(x.shape)
+    chosen = _axes_of(ctx.attrs.get("axes"), rank)
+    targets = [int(t) for t in _host(ctx, shape).reshape(-1)]
+    if len(targets) != len(chosen):
+        raise InvalidArgumentError(f"CenterCropPad has {len(targets)} sizes for {len(chosen)} axes")
+    begins, ends = [0] * rank, [0] * rank
+    for axis, target in zip(chosen, targets, strict=True):
+        diff = target - x.shape[axis]
+        begins[axis] = diff // 2 if diff >= 0 else -(-diff // 2)
+        ends[axis] = diff - begins[axis]
+    return padded(ctx, x, begins, ends, padding.CONSTANT, ctx.backend.constant([0], x.elem.numpy))
 
 
 # Graph constants (exported vision models keep their shapes and scales as Constant nodes) ----
