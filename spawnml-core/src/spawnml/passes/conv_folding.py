@@ -33,6 +33,7 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         if folded_params is None:
             continue
         new_weight, new_bias = folded_params
+        replaced, skipped = conv.inputs[1:], conv.outputs[0]
         conv.inputs = [
             conv.inputs[0],
             _add(graph, f"{conv.inputs[1]}_folded", new_weight.astype(weight.dtype)),
@@ -41,8 +42,29 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         conv.outputs = [node.outputs[0]]
         graph.nodes.remove(node)
         folded += 1
-        made, readers = producers(graph), consumers(graph)  # the wiring changed
+        _rewire(made, readers, conv, node, replaced, skipped)
     return folded
+
+
+def _rewire(
+    made: dict[str, Node],
+    readers: dict[str, list[Node]],
+    conv: Node,
+    removed: Node,
+    replaced: list[str],
+    skipped: str,
+) -> None:
+    """Bring the producer and reader maps up to date after ``removed`` was folded into ``conv``,
+    whose weight and bias ``replaced`` gave way to new ones and whose output ``skipped`` is gone."""
+    for name in {*removed.inputs, *replaced}:
+        readers[name] = [
+            reader for reader in readers.get(name, []) if reader is not removed and reader is not conv
+        ]
+    for name in conv.inputs:
+        if not any(reader is conv for reader in readers[name]):
+            readers[name].append(conv)
+    del made[skipped]
+    made[conv.outputs[0]] = conv
 
 
 def _conv_and_channel_input(
