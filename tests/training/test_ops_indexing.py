@@ -169,3 +169,8 @@ BASIC_KEYS = [
 def test_basic_indexing_by_slices_matches_torch(key):
     check(lambda m, x: x[key], [f32(3, 4, 5)])
     check(lambda m, x: x[key] * 1, [np.float32(2.0)] if key == () else [f32(2, 3, 4)])
+
+
+def test_reshapes_of_empty_tensors_keep_their_zero_sizes():
+    check(lambda m, x: x.reshape(3, 0, 2), [np.zeros((0, 6), np.float32)])
+    check(lambda m, x: x.reshape(0, 4).sum(0), [np.zeros((4, 0), np.float32)])

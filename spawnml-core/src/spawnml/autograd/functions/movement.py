@@ -39,7 +39,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
         ctx.shape = x.shape
-        return run("Reshape", [x, constant(shape, x, DEFAULT_INT)])
+        return run("Reshape", [x, constant(shape, x, DEFAULT_INT)], allowzero=1)  # a 0 is a size
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
