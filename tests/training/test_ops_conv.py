@@ -151,3 +151,5 @@ def test_pooling_of_infinities_and_empty_batches():
     check(functional("max_pool2d", kernel_size=2), [special])
     check(functional("avg_pool2d", kernel_size=2), [special])
     check(functional("max_pool2d", kernel_size=2), [np.zeros((0, 2, 4, 4), np.float32)])
+    check(functional("conv2d", padding=1), [np.zeros((0, 2, 4, 4), np.float32), f32(3, 2, 2, 2)])
+    check(functional("conv_transpose2d", stride=2), [np.zeros((0, 2, 3, 3), np.float32), f32(2, 3, 2, 2)])

@@ -170,9 +170,10 @@ def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     axes = transposed_windows(x.shape[2:], attrs, kernel)
     batch, channels, *sizes = x.shape
     out_channels = w.shape[1] * group
+    points = math.prod(sizes)  # sizes spelled out: -1 cannot be inferred for an empty batch
     weights = w.reshape(group, channels // group, -1).transpose(0, 2, 1)
-    inputs = np.moveaxis(x.reshape(batch, group, channels // group, -1), 0, 2)
-    cols = grouped_matmul(weights, inputs.reshape(group, channels // group, -1))
+    inputs = np.moveaxis(x.reshape(batch, group, channels // group, points), 0, 2)
+    cols = grouped_matmul(weights, inputs.reshape(group, channels // group, batch * points))
     cols = cols.reshape(out_channels, *kernel, batch, *sizes)
     full = [
         max((size - 1) * s + (k - 1) * d + 1, begin + out)

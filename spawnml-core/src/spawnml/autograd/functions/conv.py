@@ -14,6 +14,7 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
+from .creation import zeros
 from .movement import permute, reshape, squeeze, transpose, unsqueeze
 from .reduce import sum
 from .shape import narrow
@@ -122,6 +123,8 @@ def _weight_grad(x: Tensor, grad: Tensor, weight_shape: Sequence[int], geometry:
     """
     groups, rank = geometry.groups, x.ndim - 2
     batch, channels, spatial = x.shape[0], x.shape[1], list(x.shape[2:])
+    if batch == 0:  # the convolution below would sum over no channels
+        return zeros(list(weight_shape), dtype=grad.dtype, device=grad.device)
     outputs = grad.shape[1]
     per_group = channels // groups
     spatial_axes = list(range(3, 3 + rank))
