@@ -45,7 +45,7 @@ class ProgramLowering:
         if name not in self.names:
             if name not in self.constants:
                 raise ModelLoadError(f"{where} reads {name!r}, which nothing before it defines")
-            self.names[name] = self.b.initializer(self.constants[name], name)
+            self.names[name] = self.b.initializer(numeric(self.constants[name], name, where), name)
         return self.names[name]
 
     def lower(self, operation: Any, index: int) -> None:
@@ -131,14 +131,18 @@ class Op:
     def _tensor(self, key: str, binding: Any) -> str:
         if binding.WhichOneof("binding") == "value":
             value = value_array(binding.value, self.program.blobs, self.b.limits, f"{key!r} of {self.where}")
-            return self.b.initializer(value, key)
+            return self.b.initializer(numeric(value, key, self.where), key)
         return self.program.ir_name(binding.name, self.where)
+
+    def array(self, key: str) -> np.ndarray:
+        """The constant value of argument ``key`` as a numeric array."""
+        return numeric(np.asarray(self.const(key)), key, self.where)
 
     def dtype(self, key: str) -> np.dtype:
         """The element type of argument ``key``."""
         binding = self._binding(key)
         if binding.WhichOneof("binding") == "value" or binding.name in self.program.constants:
-            return np.asarray(self.const(key)).dtype
+            return self.array(key).dtype
         self.program.ir_name(binding.name, self.where)  # refuses names nothing defines
         return self.program.types[binding.name][0]
 
@@ -146,7 +150,7 @@ class Op:
         """The shape of argument ``key`` as far as the program declares it (None: rank unknown)."""
         binding = self._binding(key)
         if binding.WhichOneof("binding") == "value" or binding.name in self.program.constants:
-            return np.asarray(self.const(key)).shape
+            return self.array(key).shape
         self.program.ir_name(binding.name, self.where)  # refuses names nothing defines
         return self.program.types[binding.name][1]
 
@@ -168,6 +172,13 @@ class Op:
     def scalar(self, value: float, what: str) -> str:
         """A scalar initializer of the element type of argument ``x``."""
         return self.b.initializer(np.asarray(value, self.dtype("x")), what)
+
+
+def numeric(value: np.ndarray, name: str, where: str) -> np.ndarray:
+    """``value``, refused when it holds strings where a tensor of numbers is read."""
+    if value.dtype == STRING or value.dtype.kind == "U":
+        raise ModelLoadError(f"{where} reads the string constant {name!r} as a tensor")
+    return value
 
 
 def lower_program(model: Any, blobs: BlobFiles, limits: Limits, described: str) -> Graph:
@@ -267,7 +278,7 @@ def _softmax(op: Op) -> str:
 
 def _linear(op: Op) -> str:
     if _is_constant(op, "weight"):
-        matrix = op.b.initializer(np.ascontiguousarray(np.asarray(op.const("weight")).T), "weight_t")
+        matrix = op.b.initializer(np.ascontiguousarray(op.array("weight").T), "weight_t")
     else:
         matrix = op.b.emit("Transpose", [op.tensor("weight")], {"perm": [1, 0]})
     y = op.b.emit("MatMul", [op.tensor("x"), matrix])
@@ -381,7 +392,7 @@ def _layer_norm(op: Op) -> str:
 
 def _batch_norm(op: Op) -> str:
     mean = op.tensor("mean")
-    channels = np.asarray(op.const("mean")).size if _is_constant(op, "mean") else None
+    channels = op.array("mean").size if _is_constant(op, "mean") else None
     params = []
     for key, fill in (("gamma", np.ones), ("beta", np.zeros)):
         if op.has(key):
