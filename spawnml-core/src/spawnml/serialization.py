@@ -25,22 +25,30 @@ Path = str | PathLike[str]
 _STRUCTURE = "spawnml.checkpoint"
 
 
+def _safetensors_numpy() -> Any:
+    try:
+        import safetensors.numpy
+    except ImportError as error:
+        raise ImportError(
+            "reading and writing SafeTensors files needs the safetensors package: "
+            "pip install 'spawnml-core[train]'"
+        ) from error
+    return safetensors.numpy
+
+
 def save_safetensors(
     tensors: Mapping[str, Tensor], path: Path, metadata: dict[str, str] | None = None
 ) -> None:
     """Write ``tensors`` (read back to the host) to a SafeTensors file."""
-    from safetensors.numpy import save_file
-
     arrays = {name: np.ascontiguousarray(t.detach().numpy()) for name, t in tensors.items()}
-    save_file(arrays, str(path), metadata=metadata)
+    _safetensors_numpy().save_file(arrays, str(path), metadata=metadata)
 
 
 def load_safetensors(path: Path, device: str = "cpu") -> dict[str, Tensor]:
     """Every tensor of a SafeTensors file, on ``device``."""
-    from safetensors.numpy import load_file
-
     backend = backend_named(device)
-    return {name: Tensor(backend.from_numpy(a), backend) for name, a in load_file(str(path)).items()}
+    arrays = _safetensors_numpy().load_file(str(path))
+    return {name: Tensor(backend.from_numpy(a), backend) for name, a in arrays.items()}
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -62,6 +70,7 @@ def save_checkpoint(obj: Any, path: Path) -> None:
 
 def load_checkpoint(path: Path, device: str = "cpu") -> Any:
     """What :func:`save_checkpoint` wrote, its tensors on ``device``."""
+    _safetensors_numpy()
     from safetensors import safe_open
 
     with safe_open(str(path), framework="numpy") as f:
