@@ -232,3 +232,25 @@ def test_one_cycle_matches_torch(name, options):
         reference.step()
         ours.step()
         theirs.step()
+
+
+def test_step_with_closure_matches_torch():
+    weights, _ = _weights_and_grads(4)
+    ours = [spawnml.tensor(w, requires_grad=True) for w in weights[:1]]
+    theirs = [torch.tensor(w, requires_grad=True) for w in weights[:1]]
+    mine, reference = optim.SGD(ours, lr=0.1, momentum=0.5), torch.optim.SGD(theirs, lr=0.1, momentum=0.5)
+
+    def closure(lib, params, opt):
+        def run():
+            opt.zero_grad()
+            loss = (lib.tanh(params[0]) * params[0]).sum()
+            loss.backward()
+            return loss
+
+        return run
+
+    for _ in range(3):
+        got = mine.step(closure(spawnml, ours, mine))
+        want = reference.step(closure(torch, theirs, reference))
+        np.testing.assert_allclose(got.item(), want.item(), rtol=RTOL)
+    assert_close(ours[0], theirs[0])

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..autograd.dispatch import run
-from ..autograd.mode import no_grad
+from ..autograd.mode import enable_grad, no_grad
 from ..errors import InvalidArgumentError
 from ..ops.defs.train import DOMAIN
 from ..tensor import Tensor
@@ -69,8 +69,6 @@ class Optimizer:
         """Update every parameter that has a gradient; ``closure`` re-evaluates the loss first."""
         loss = None
         if closure is not None:
-            from ..autograd.mode import enable_grad
-
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
