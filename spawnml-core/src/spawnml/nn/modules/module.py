@@ -65,10 +65,10 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise InvalidArgumentError("cannot assign attributes before Module.__init__() call")
         if isinstance(value, Parameter):
-            self.__delattr_registered(name)
+            self._unregister(name)
             self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self.__delattr_registered(name)
+            self._unregister(name)
             self.add_module(name, value)
         elif name in self._buffers:
             self.register_buffer(name, value, persistent=name not in self._non_persistent)
@@ -79,7 +79,7 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def __delattr_registered(self, name: str) -> None:
+    def _unregister(self, name: str) -> None:
         for table in (self._parameters, self._buffers, self._modules):
             table.pop(name, None)
         self._non_persistent.discard(name)
