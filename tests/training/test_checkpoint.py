@@ -1,5 +1,6 @@
 """Checkpoints: module weights exchanged with torch through SafeTensors files (outputs equal to
-float32 rounding, 1e-6), and full training states from which training resumes bit-exactly."""
+float32 rounding, 1e-6), and full training states (with dropout drawing from the saved RNG state)
+from which training resumes bit-exactly on every backend."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from safetensors.torch import save_file as torch_save_file
 from spawnml.optim import Adam, lr_scheduler
 from spawnml.utils.data import DataLoader, TensorDataset
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 RTOL, ATOL = 1e-6, 1e-6
@@ -46,21 +48,21 @@ def test_torch_weights_load_through_safetensors_and_back(tmp_path):
         )
 
 
-def _training(seed: int):
+def _training(seed: int, device: str):
     spawnml.manual_seed(seed)
-    model = _mlp(nn)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 3)).to(device)
     optimizer = Adam(model.parameters(), lr=0.05, amsgrad=True)
     scheduler = lr_scheduler.CosineAnnealingLR(optimizer, T_max=4)
     loader = DataLoader(TensorDataset(spawnml.tensor(X), spawnml.tensor(Y)), batch_size=8, shuffle=True)
     return model, optimizer, scheduler, loader
 
 
-def _train(model, optimizer, scheduler, loader, epochs: int) -> list[float]:
+def _train(model, optimizer, scheduler, loader, epochs: int, device: str) -> list[float]:
     losses = []
     for _ in range(epochs):
         for x, y in loader:
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            loss = F.cross_entropy(model(x.to(device)), y.to(device))
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
@@ -68,12 +70,14 @@ def _train(model, optimizer, scheduler, loader, epochs: int) -> list[float]:
     return losses
 
 
-def test_training_resumes_bit_exactly(tmp_path):
-    straight = _training(0)
-    expected = _train(*straight, epochs=2)  # 6 steps: 3 batches an epoch
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_resumes_bit_exactly(tmp_path, device):
+    device = device_or_skip(device)
+    straight = _training(0, device)
+    expected = _train(*straight, epochs=2, device=device)  # 6 steps: 3 batches an epoch
 
-    model, optimizer, scheduler, loader = _training(0)
-    first = _train(model, optimizer, scheduler, loader, epochs=1)
+    model, optimizer, scheduler, loader = _training(0, device)
+    first = _train(model, optimizer, scheduler, loader, epochs=1, device=device)
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
@@ -83,14 +87,14 @@ def test_training_resumes_bit_exactly(tmp_path):
     }
     spawnml.save_checkpoint(state, tmp_path / "checkpoint.safetensors")
 
-    model, optimizer, scheduler, loader = _training(1)  # fresh objects, other weights and RNG state
+    model, optimizer, scheduler, loader = _training(1, device)  # fresh objects, other weights and RNG state
     saved = spawnml.load_checkpoint(tmp_path / "checkpoint.safetensors")
     model.load_state_dict(saved["model"])
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     spawnml.set_rng_state(saved["rng"])
     assert saved["epoch"] == 1
-    rest = _train(model, optimizer, scheduler, loader, epochs=1)
+    rest = _train(model, optimizer, scheduler, loader, epochs=1, device=device)
 
     assert first + rest == expected
     for (name, mine), reference in zip(

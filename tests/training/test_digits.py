@@ -15,9 +15,9 @@ import pytest
 import spawnml
 import spawnml.nn as nn
 import spawnml.nn.functional as F
-from spawnml import plugins
 from spawnml.optim import Adam
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 sklearn_datasets = pytest.importorskip("sklearn.datasets")
@@ -56,7 +56,7 @@ def digits():
 
 def _cases() -> list:
     cases = []
-    for device in ("cpu", "webgpu", "opencl", "cuda"):
+    for device in DEVICES:
         for kind in ("mlp", "cnn"):
             marks = []
             if device != "cpu" and kind in MISSING:
@@ -66,13 +66,6 @@ def _cases() -> list:
                 ]
             cases.append(pytest.param(kind, device, marks=marks, id=f"{kind}-{device}"))
     return cases
-
-
-def _device(name: str) -> str:
-    status = plugins.backends()[name].availability()
-    if not status.available:
-        pytest.skip(f"{name}: {status.reason}")
-    return name
 
 
 def _batches(x, y, batch_size: int, epoch: int):
@@ -92,7 +85,7 @@ def _step(model, optimizer, x, y, device: str, kind: str) -> float:
 
 @pytest.mark.parametrize(("kind", "device"), _cases())
 def test_reaches_accuracy(digits, kind, device):
-    device = _device(device)
+    device = device_or_skip(device)
     x_train, x_test, y_train, y_test = digits
     batch_size, lr, epochs = RECIPES[kind]
     spawnml.manual_seed(0)
@@ -110,7 +103,7 @@ def test_reaches_accuracy(digits, kind, device):
 
 @pytest.mark.parametrize(("kind", "device"), _cases())
 def test_first_ten_losses_match_torch(digits, kind, device):
-    device = _device(device)
+    device = device_or_skip(device)
     x_train, _, y_train, _ = digits
     batch_size, lr, _ = RECIPES[kind]
     torch.manual_seed(0)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import spawnml
-from spawnml import optim, plugins
+from spawnml import optim
 from spawnml.optim import lr_scheduler
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 RTOL = 1e-6
@@ -45,16 +46,9 @@ def assert_close(ours, theirs) -> None:
     np.testing.assert_allclose(ours.detach().numpy(), want, rtol=RTOL, atol=RTOL * scale)
 
 
-def _device(name: str) -> str:
-    status = plugins.backends()[name].availability()
-    if not status.available:
-        pytest.skip(f"{name}: {status.reason}")
-    return name
-
-
-@pytest.fixture(params=["cpu", "webgpu", "opencl", "cuda"])
+@pytest.fixture(params=DEVICES)
 def device(request):
-    return _device(request.param)
+    return device_or_skip(request.param)
 
 
 def _weights_and_grads(seed: int):
