@@ -67,6 +67,7 @@ from .autograd.functions.pointwise import (
 from .autograd.functions.reduce import mean, sum
 from .autograd.functions.shape import cat, chunk, narrow, split, stack, unbind
 from .autograd.functions.softmax import log_softmax, softmax
+from .autograd.functions.statistics import logsumexp, std, var
 from .dtypes import bfloat16, bool, float16, float32, float64, int8, int16, int32, int64, uint8
 from .errors import (
     AutogradError,
@@ -180,6 +181,7 @@ __all__ = [
     "logical_and",
     "logical_not",
     "logical_or",
+    "logsumexp",
     "lt",
     "manual_seed",
     "masked_fill",
@@ -226,6 +228,7 @@ __all__ = [
     "square",
     "squeeze",
     "stack",
+    "std",
     "sub",
     "sum",
     "t",
@@ -237,6 +240,7 @@ __all__ = [
     "unbind",
     "unsqueeze",
     "utils",
+    "var",
     "where",
     "zeros",
     "zeros_like",

@@ -20,6 +20,7 @@ from .functions import (
     reduce,
     shape,
     softmax,
+    statistics,
 )
 from .mode import is_grad_enabled, no_grad
 
@@ -146,6 +147,9 @@ METHODS: dict[str, Any] = {
     "clamp_": _in_place(extrema.clamp),
     "clip_": _in_place(extrema.clamp),
     "isnan": extrema.isnan,
+    "var": statistics.var,
+    "std": statistics.std,
+    "logsumexp": statistics.logsumexp,
     "softmax": softmax.softmax,
     "log_softmax": softmax.log_softmax,
     "__getitem__": indexing.getitem,
