@@ -120,3 +120,18 @@ def test_cross_entropy_on_the_gpu(device):
         device=device,
         **GPU,
     )
+
+
+def test_batch_norm_running_statistics_on_the_gpu(device):
+    mean, var = f32(3), np.abs(f32(3)) + 0.5
+    stats = {}
+
+    def fn(m, x):
+        on = device if m is spawnml else "cpu"
+        running = m.tensor(mean, device=on), m.tensor(var, device=on)
+        stats[m.__name__] = running
+        return lib(m).batch_norm(x, *running, training=True, momentum=0.2)
+
+    check(fn, [f32(5, 3, 4)], device=device, **GPU)
+    for ours, theirs in zip(stats["spawnml"], stats["torch"], strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **GPU)
