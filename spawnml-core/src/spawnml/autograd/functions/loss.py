@@ -156,7 +156,7 @@ def _probability_cross_entropy(
         products = products * _class_weights(weight, classes, class_dim, logp.ndim)
     loss = -sum(products, class_dim)
     if reduction == "mean":
-        return sum(loss) / (logp.numel() // classes) if logp.numel() else sum(loss) / 0.0
+        return sum(loss) / (logp.numel() // max(classes, 1))  # the batch's positions; 0/0 when empty
     return reduce_loss(loss, reduction)
 
 
