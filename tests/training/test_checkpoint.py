@@ -23,28 +23,47 @@ X = rng.standard_normal((24, 6)).astype(np.float32)
 Y = rng.integers(0, 3, 24)
 
 
-def _mlp(lib):
-    return lib.Sequential(lib.Linear(6, 8), lib.ReLU(), lib.Linear(8, 3))
+MODELS = {
+    "mlp": (lambda lib: lib.Sequential(lib.Linear(6, 8), lib.ReLU(), lib.Linear(8, 3)), (24, 6)),
+    "cnn": (
+        lambda lib: lib.Sequential(
+            lib.Conv2d(1, 4, 3, padding=1),
+            lib.BatchNorm2d(4),
+            lib.ReLU(),
+            lib.MaxPool2d(2),
+            lib.Flatten(),
+            lib.Linear(4, 3),
+        ),
+        (24, 1, 2, 3),
+    ),
+}
 
 
-def test_torch_weights_load_through_safetensors_and_back(tmp_path):
-    theirs = _mlp(torch.nn)
+@pytest.mark.parametrize("kind", MODELS)
+def test_torch_weights_load_through_safetensors_and_back(tmp_path, kind):
+    build, shape = MODELS[kind]
+    x = X.reshape(shape)
+    theirs = build(torch.nn)
+    theirs(torch.tensor(x))  # training mode: BatchNorm's running statistics and count move
+    theirs.eval()
     torch_save_file(theirs.state_dict(), tmp_path / "torch.safetensors")
-    ours = _mlp(nn)
+    ours = build(nn).eval()
     ours.load_state_dict(spawnml.load_safetensors(tmp_path / "torch.safetensors"))
     with torch.no_grad():
         np.testing.assert_allclose(
-            ours(spawnml.tensor(X)).detach().numpy(), theirs(torch.tensor(X)).numpy(), RTOL, ATOL
+            ours(spawnml.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).numpy(), RTOL, ATOL
         )
 
-    optimizer = Adam(ours.parameters(), lr=0.1)  # move away from torch's weights, then send them back
-    F.cross_entropy(ours(spawnml.tensor(X)), spawnml.tensor(Y)).backward()
+    ours.train()  # move away from torch's weights and statistics, then send them back
+    optimizer = Adam(ours.parameters(), lr=0.1)
+    F.cross_entropy(ours(spawnml.tensor(x)), spawnml.tensor(Y)).backward()
     optimizer.step()
+    ours.eval()
     spawnml.save_safetensors(ours.state_dict(), tmp_path / "ours.safetensors")
     theirs.load_state_dict(torch_load_file(tmp_path / "ours.safetensors"))
     with torch.no_grad():
         np.testing.assert_allclose(
-            ours(spawnml.tensor(X)).detach().numpy(), theirs(torch.tensor(X)).numpy(), RTOL, ATOL
+            ours(spawnml.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).numpy(), RTOL, ATOL
         )
 
 
