@@ -67,7 +67,7 @@ from .autograd.functions.pointwise import (
 from .autograd.functions.reduce import mean, sum
 from .autograd.functions.shape import cat, chunk, narrow, split, stack, unbind
 from .autograd.functions.softmax import log_softmax, softmax
-from .autograd.functions.statistics import logsumexp, std, var
+from .autograd.functions.statistics import logsumexp, norm, std, var
 from .dtypes import bfloat16, bool, float16, float32, float64, int8, int16, int32, int64, uint8
 from .errors import (
     AutogradError,
@@ -198,6 +198,7 @@ __all__ = [
     "neg",
     "nn",
     "no_grad",
+    "norm",
     "ones",
     "ones_like",
     "optim",

@@ -150,6 +150,7 @@ METHODS: dict[str, Any] = {
     "var": statistics.var,
     "std": statistics.std,
     "logsumexp": statistics.logsumexp,
+    "norm": statistics.norm,
     "softmax": softmax.softmax,
     "log_softmax": softmax.log_softmax,
     "__getitem__": indexing.getitem,

@@ -52,7 +52,7 @@ from ..autograd.functions.loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from ..autograd.functions.norm import batch_norm, group_norm, layer_norm
+from ..autograd.functions.norm import batch_norm, group_norm, layer_norm, normalize
 from ..autograd.functions.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -112,6 +112,7 @@ __all__ = [
     "mish",
     "mse_loss",
     "nll_loss",
+    "normalize",
     "one_hot",
     "pad",
     "prelu",

@@ -1,6 +1,6 @@
 """Normalization: ``layer_norm``, ``batch_norm`` (batch statistics while training, updating the
-running ones in place as torch does; running ones in evaluation) and ``group_norm``, written
-with differentiable operations so their gradients (of any order) follow."""
+running ones in place as torch does; running ones in evaluation), ``group_norm`` and
+``normalize``, written with differentiable operations so their gradients (of any order) follow."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..mode import no_grad
+from .extrema import clamp
 from .movement import reshape
 from .pointwise import rsqrt
 from .reduce import mean
+from .statistics import norm
 
 
 def _normalized(x: Tensor, dims: list[int], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -107,3 +109,8 @@ def group_norm(
     grouped = reshape(input, [batch, num_groups, math.prod(input.shape[1:]) // num_groups])
     out, _, _ = _normalized(grouped, [2], eps)
     return _affine(reshape(out, list(input.shape)), weight, bias, [1, channels] + [1] * (input.ndim - 2))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm over ``dim``, the norm taken as at least ``eps``."""
+    return input / clamp(norm(input, p, dim, keepdim=True), min=eps)
