@@ -67,3 +67,12 @@ def test_normalize(p, dim):
 
     check(fn, [f32(3, 4)], rtol=1e-5)
     check(fn, [ZERO_ROW], rtol=1e-5)  # a zero row divides by eps
+
+
+def test_cosine_similarity_including_a_zero_vector():
+    def fn(m, a, b):
+        return (F if m is spawnml else TF).cosine_similarity(a, b, dim=-1)
+
+    check(fn, [f32(4, 5), f32(4, 5)], rtol=1e-5)
+    check(fn, [f32(3, 1, 5), f32(4, 5)], rtol=1e-5)  # broadcast
+    check(fn, [ZERO_ROW, f32(3, 3)], rtol=1e-5)

@@ -52,7 +52,7 @@ from ..autograd.functions.loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from ..autograd.functions.norm import batch_norm, group_norm, layer_norm, normalize
+from ..autograd.functions.norm import batch_norm, cosine_similarity, group_norm, layer_norm, normalize
 from ..autograd.functions.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -84,6 +84,7 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "cosine_similarity",
     "cross_entropy",
     "dropout",
     "dropout1d",

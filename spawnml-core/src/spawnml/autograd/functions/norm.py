@@ -1,19 +1,22 @@
 """Normalization: ``layer_norm``, ``batch_norm`` (batch statistics while training, updating the
-running ones in place as torch does; running ones in evaluation), ``group_norm`` and
-``normalize``, written with differentiable operations so their gradients (of any order) follow."""
+running ones in place as torch does; running ones in evaluation), ``group_norm``, ``normalize``
+and ``cosine_similarity``, written with differentiable operations so their gradients (of any
+order) follow."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..mode import no_grad
 from .extrema import clamp
-from .movement import reshape
+from .movement import expand, reshape
 from .pointwise import rsqrt
-from .reduce import mean
+from .reduce import mean, sum
 from .statistics import norm
 
 
@@ -114,3 +117,15 @@ def group_norm(
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """``input`` divided by its ``p``-norm over ``dim``, the norm taken as at least ``eps``."""
     return input / clamp(norm(input, p, dim, keepdim=True), min=eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between ``x1`` and ``x2`` (broadcast) along ``dim``. As torch,
+    each norm is raised to at least ``eps`` in value only: the gradient flows as if it were not."""
+
+    def unit(x: Tensor) -> Tensor:
+        length = norm(x, 2, dim, keepdim=True)
+        return x / (length + (clamp(length, min=eps) - length).detach())
+
+    shape = list(np.broadcast_shapes(x1.shape, x2.shape))
+    return sum(unit(expand(x1, shape)) * unit(expand(x2, shape)), dim)
