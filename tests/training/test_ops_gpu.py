@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import spawnml
 import spawnml.nn.functional as F
-from spawnml import plugins
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import check, torch
 
 rng = np.random.default_rng(8)
@@ -20,18 +20,9 @@ TF = torch.nn.functional
 GPU = {"rtol": 1e-4, "atol": 1e-5}
 
 
-GPU_BACKENDS = ["webgpu", "opencl"]
-
-
-@pytest.fixture(params=GPU_BACKENDS, scope="module")
+@pytest.fixture(params=[name for name in DEVICES if name != "cpu"], scope="module")
 def device(request) -> str:
-    backend = plugins.backends().get(request.param)
-    if backend is None:
-        pytest.skip(f"{request.param} is not installed")
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
-    return request.param
+    return device_or_skip(request.param)
 
 
 def f32(*shape: int) -> np.ndarray:
