@@ -16,6 +16,7 @@ import spawnml
 import spawnml.nn as nn
 from spawnml.nn import init
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 tnn = torch.nn
@@ -238,3 +239,12 @@ def test_repr_matches_torch():
         )
 
     assert str(build(nn)) == str(build(tnn))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_loading_a_models_own_state_dict_keeps_it(device):
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)).to(device_or_skip(device))
+    before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    model.load_state_dict(model.state_dict())  # the same buffers, copied onto themselves
+    for key, value in model.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), before[key])

@@ -112,6 +112,8 @@ class GPUBackend(Backend):
 
     def assign(self, target: DeviceArray, source: DeviceArray) -> None:
         """Overwrite ``target``'s data with ``source``'s on the device (same shape and dtype)."""
+        if source.storage is target.storage:
+            return  # the same elements: nothing to copy (and a buffer cannot be bound twice so)
         k = strided_copy.specialize(T=target.elem, RANK=1)
         meta = self.constant([target.size, 1, 1])
         self.launch_flat(k, [source, target, meta], target.size, src_offset=0, dst_offset=0)
