@@ -101,11 +101,29 @@ class Zoo(torch.nn.Module):
         return peaks + self.up(b).flatten(1)[:, :25]
 
 
+class Zoo2(torch.nn.Module):
+    """Instance norm, reflection padding, nearest upsampling, where, tile, argmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm2d(3, affine=True)
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        padded = torch.nn.functional.pad(self.norm(x), (1, 1, 1, 1), mode="reflect")
+        up = torch.nn.functional.interpolate(self.conv(padded), scale_factor=2, mode="nearest")
+        tiled = torch.where(up > 0, up, up * 0.5).repeat(1, 2, 1, 1)
+        pooled = torch.nn.functional.max_pool2d(tiled, 2)
+        peaks = torch.softmax(pooled.flatten(2), dim=-1).argmax(dim=-1).float()
+        return torch.cat([pooled.flatten(1), peaks], dim=1)
+
+
 MODULES = {
     "mlp": (MLP, (2, 10)),
     "cnn": (CNN, (2, 3, 8, 8)),
     "attention": (Attention, (2, 5, 16)),
     "zoo": (Zoo, (1, 4, 9, 9)),
+    "zoo2": (Zoo2, (1, 3, 6, 6)),
 }
 
 
@@ -215,6 +233,7 @@ def test_lowered_operators(converted: dict[str, Converted]) -> None:
     assert {"ReduceMean", "MatMul", "Softmax", "Gelu"} <= ops["attention", "neuralnetwork"]
     for target in TARGETS:
         assert {"ConvTranspose", "AveragePool", "Concat", "ReduceMax", "Slice", "Clip"} <= ops["zoo", target]
+        assert {"InstanceNormalization", "Pad", "Resize", "Where", "Tile", "ArgMax"} <= ops["zoo2", target]
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -324,9 +343,9 @@ def test_onnx_and_coreml_do_not_claim_each_other(converted: dict[str, Converted]
 # -- refusals ----------------------------------------------------------------------------------
 
 
-def _copy_package(converted: dict[str, Converted], folder: Path) -> Path:
+def _copy_package(converted: dict[str, Converted], folder: Path, name: str = "mlp") -> Path:
     package = folder / "copy.mlpackage"
-    shutil.copytree(converted["mlp"].files["mlprogram"], package)
+    shutil.copytree(converted[name].files["mlprogram"], package)
     return package
 
 
@@ -389,19 +408,22 @@ def test_limits_bound_layers_and_operations(converted: dict[str, Converted]) -> 
             spawnml.load(path, Limits(max_nodes=3))
 
 
-def test_unmapped_operation_is_refused_by_name(converted, tmp_path: Path) -> None:
-    """A MIL ``topk`` (no lowering here) loads as a coreml.mil node, which sessions refuse."""
-    package = _copy_package(converted, tmp_path)
+@pytest.mark.parametrize(("operation", "unmapped"), [("relu", "topk"), ("max_pool", "l2_pool")])
+def test_unmapped_operation_is_refused_by_name(
+    converted, tmp_path: Path, operation: str, unmapped: str
+) -> None:
+    """An operation with no lowering here (its constant arguments strings or not) loads as a
+    coreml.mil node, which sessions refuse by name."""
+    package = _copy_package(converted, tmp_path, "cnn")
     path = package / "Data" / "com.apple.CoreML" / "model.mlmodel"
     model = proto("Model_pb2").Model()
     model.ParseFromString(path.read_bytes())
     block = model.mlProgram.functions["main"].block_specializations["CoreML5"]
-    relu = next(op for op in block.operations if op.type == "relu")
-    relu.type = "topk"
+    next(op for op in block.operations if op.type == operation).type = unmapped
     path.write_bytes(model.SerializeToString())
     graph = spawnml.load(package)
-    assert ("coreml.mil", "topk") in graph.op_counts()
-    with pytest.raises(UnsupportedOperatorError, match=r"coreml.mil::topk \(opset 1, 1 node\)"):
+    assert ("coreml.mil", unmapped) in graph.op_counts()
+    with pytest.raises(UnsupportedOperatorError, match=rf"coreml.mil::{unmapped} \(opset 1, 1 node\)"):
         spawnml.InferenceSession(package, providers=["cpu"])
 
 

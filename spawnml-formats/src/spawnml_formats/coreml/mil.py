@@ -161,11 +161,11 @@ class Op:
         return len(shape)
 
     def tensor_inputs(self) -> list[str]:
-        """Every argument bound to a name, as IR names (for nodes kept in the MIL domain)."""
+        """The arguments computed at run time, as IR names (for nodes kept in the MIL domain)."""
         names = []
         for key in sorted(self.operation.inputs):
             for binding in self.operation.inputs[key].arguments:
-                if binding.WhichOneof("binding") == "name":
+                if binding.WhichOneof("binding") == "name" and binding.name not in self.program.constants:
                     names.append(self.program.ir_name(binding.name, self.where))
         return names
 
@@ -465,6 +465,67 @@ def _reduce(onnx_op: str) -> Callable[[Op], str]:
     return lower
 
 
+def _select(op: Op) -> str:
+    return op.b.emit("Where", [op.tensor("cond"), op.tensor("a"), op.tensor("b")])
+
+
+def _tile(op: Op) -> str:
+    return op.b.emit("Tile", [op.tensor("x"), op.b.ints(op.ints("reps"), "repeats")])
+
+
+#: MIL ``pad`` modes -> ai.onnx ``Pad`` modes.
+PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
+def _pad(op: Op) -> str:
+    """``pad`` lists ``[begin, end]`` pairs for the last axes; ``Pad`` wants all begins, then all ends."""
+    rank, pads, mode = op.rank("x"), op.ints("pad") or [], op.const("mode", "constant")
+    if mode not in PAD_MODES or len(pads) % 2 or len(pads) > 2 * rank:
+        raise NotExpressible(f"pad mode {mode!r} with {len(pads)} amounts")
+    begins = [0] * (rank - len(pads) // 2) + pads[0::2]
+    ends = [0] * (rank - len(pads) // 2) + pads[1::2]
+    inputs = [op.tensor("x"), op.b.ints(begins + ends, "pads")]
+    if mode == "constant":
+        inputs.append(op.scalar(op.number("constant_val", 0), "value"))
+    return op.b.emit("Pad", inputs, {"mode": PAD_MODES[mode]})
+
+
+def _instance_norm(op: Op) -> str:
+    shape = op.shape("x")
+    channels = None if shape is None or len(shape) < 3 else shape[1]
+    params = []
+    for key, fill in (("gamma", np.ones), ("beta", np.zeros)):
+        if op.has(key):
+            params.append(op.tensor(key))
+        elif channels is None:
+            raise NotExpressible(f"instance_norm without {key} over channels of unknown size")
+        else:
+            params.append(op.b.initializer(fill(channels, op.dtype("x")), key))
+    attrs = {"epsilon": op.number("epsilon", 1e-5)}
+    return op.b.emit("InstanceNormalization", [op.tensor("x"), *params], attrs)
+
+
+def _arg_reduce(onnx_op: str) -> Callable[[Op], str]:
+    """``reduce_argmax`` / ``reduce_argmin``: int64 indices cast to the int32 MIL declares."""
+
+    def lower(op: Op) -> str:
+        keep = int(bool(np.asarray(op.const("keep_dims", False))))
+        attrs = {"axis": int(op.number("axis", -1)), "keepdims": keep}
+        return op.b.emit("Cast", [op.b.emit(onnx_op, [op.tensor("x")], attrs)], {"to": 6})
+
+    return lower
+
+
+def _upsample_nearest(op: Op) -> str:
+    """Nearest-neighbour upsampling by the height and width factors (input ``floor(out / scale)``)."""
+    scales = [1.0, 1.0, op.number("scale_factor_height", 1), op.number("scale_factor_width", 1)]
+    if op.rank("x") != 4:
+        raise NotExpressible("upsampling of a tensor not of rank 4")
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    sizes = op.b.initializer(np.asarray(scales, np.float32), "scales")
+    return op.b.emit("Resize", [op.tensor("x"), "", sizes], attrs)
+
+
 #: MIL ``cast`` dtype names -> ONNX element type codes.
 CAST_TYPES = {"fp16": 10, "fp32": 1, "fp64": 11, "int32": 6, "int64": 7, "int16": 5, "bool": 9, "uint8": 2}
 
@@ -549,4 +610,11 @@ OPERATIONS: dict[str, Callable[[Op], str]] = {
     "reduce_max": _reduce("ReduceMax"),
     "reduce_min": _reduce("ReduceMin"),
     "cast": _cast,
+    "select": _select,
+    "tile": _tile,
+    "pad": _pad,
+    "instance_norm": _instance_norm,
+    "reduce_argmax": _arg_reduce("ArgMax"),
+    "reduce_argmin": _arg_reduce("ArgMin"),
+    "upsample_nearest_neighbor": _upsample_nearest,
 }

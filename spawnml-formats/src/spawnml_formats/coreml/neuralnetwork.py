@@ -256,8 +256,10 @@ def _swap_last(op: Layer, name: str, rank: int | None) -> str:
 def _batchnorm(op: Layer) -> Lowered:
     """Inference batchnorm over axis -3, folded at load into ``x * scale + shift`` of shape ``[C, 1, 1]``."""
     p = op.params
+    if p.computeMeanVar and p.instanceNormalization:
+        return _instance_norm(op)
     if p.computeMeanVar or p.instanceNormalization:
-        raise NotExpressible("batchnorm computing its own statistics")
+        raise NotExpressible("batchnorm computing batch statistics")
     gamma, beta, mean, variance = (
         op.array(getattr(p, key), (p.channels,), key) for key in ("gamma", "beta", "mean", "variance")
     )
@@ -268,6 +270,16 @@ def _batchnorm(op: Layer) -> Lowered:
     b = op.net.b
     y = b.emit("Mul", [op.x, b.initializer(scale.reshape(-1, 1, 1), "scale")])
     return _same_rank(op, b.emit("Add", [y, b.initializer((beta - mean * scale).reshape(-1, 1, 1), "shift")]))
+
+
+def _instance_norm(op: Layer) -> Lowered:
+    """Instance normalisation (batchnorm computing each instance's statistics) of an NCHW input."""
+    p = op.params
+    if op.rank != 4:
+        raise NotExpressible("instance normalisation of an input not of rank 4")
+    scale, bias = (op.weights(getattr(p, key), (p.channels,), key) for key in ("gamma", "beta"))
+    attrs = {"epsilon": p.epsilon or 1e-5}
+    return _same_rank(op, op.net.b.emit("InstanceNormalization", [op.x, scale, bias], attrs))
 
 
 def _channel_constant(op: Layer, params: Any, shape: list[int], what: str) -> str:
@@ -481,6 +493,78 @@ def _slice(op: Layer) -> Lowered:
     return _same_rank(op, b.emit("Slice", [*inputs, b.ints([p.stride], "steps")]))
 
 
+def _compare(onnx_op: str) -> Callable[[Layer], Lowered]:
+    """Comparisons of two inputs, or of one with ``alpha``, as 0.0 / 1.0 floats (Core ML's truth values)."""
+
+    def lower(op: Layer) -> Lowered:
+        b = op.net.b
+        other = op.inputs[1] if len(op.inputs) == 2 else op.scalar(op.params.alpha, "alpha")
+        truth = b.emit(onnx_op, [op.x, other])
+        if onnx_op == "Equal" and op.kind == "notEqual":
+            truth = b.emit("Not", [truth])
+        return _broadcast_rank(op, b.emit("Cast", [truth], {"to": 1}))
+
+    return lower
+
+
+def _where(op: Layer) -> Lowered:
+    if len(op.inputs) != 3:
+        raise ModelLoadError(f"{op.where} has {len(op.inputs)} inputs, not a condition and two values")
+    b = op.net.b
+    condition = b.emit("Cast", [op.x], {"to": 9})
+    return _broadcast_rank(op, b.emit("Where", [condition, *op.inputs[1:]]))
+
+
+def _tile(op: Layer) -> Lowered:
+    reps = list(op.params.reps)
+    if len(op.inputs) != 1 or not 1 <= len(reps) <= op.rank:
+        raise NotExpressible("tile with computed or more repetitions than axes")
+    reps = [1] * (op.rank - len(reps)) + reps
+    return _same_rank(op, op.net.b.emit("Tile", [op.x, op.net.b.ints(reps, "repeats")]))
+
+
+def _pad(op: Layer) -> Lowered:
+    """Padding of the last two axes (``[H, W]``), constant, reflected or replicated."""
+    p, b = op.params, op.net.b
+    edges = p.paddingAmounts.borderAmounts
+    if len(edges) != 2 or op.rank < 2:
+        raise ModelLoadError(f"{op.where} pads {len(edges)} axes, not height and width")
+    lead = [0] * (op.rank - 2)
+    pads = lead + [e.startEdgeSize for e in edges] + lead + [e.endEdgeSize for e in edges]
+    kind = p.WhichOneof("PaddingType") or "constant"
+    inputs = [op.x, b.ints(pads, "pads")]
+    if kind == "constant":
+        inputs.append(op.scalar(p.constant.value, "value"))
+    mode = {"constant": "constant", "reflection": "reflect", "replication": "edge"}[kind]
+    return _same_rank(op, b.emit("Pad", inputs, {"mode": mode}))
+
+
+def _upsample(op: Layer) -> Lowered:
+    """Nearest-neighbour upsampling of the last two axes by whole factors."""
+    p = op.params
+    factors = list(p.scalingFactor) or [1, 1]
+    if p.mode != 0 or len(p.fractionalScalingFactor) or len(factors) != 2:
+        raise NotExpressible("bilinear or fractional upsampling")
+    scales = [1.0] * (op.rank - 2) + [float(factor) for factor in factors]
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    resized = op.net.b.emit(
+        "Resize", [op.x, "", op.net.b.initializer(np.asarray(scales, np.float32), "scales")], attrs
+    )
+    return _same_rank(op, resized)
+
+
+def _arg_reduce(onnx_op: str) -> Callable[[Layer], Lowered]:
+    """``argMax`` / ``argMin``: indices as floats, as Core ML networks hold every tensor."""
+
+    def lower(op: Layer) -> Lowered:
+        p, b = op.params, op.net.b
+        indices = b.emit(onnx_op, [op.x], {"axis": p.axis, "keepdims": int(not p.removeDim)})
+        rank = op.ranks[0]
+        return b.emit("Cast", [indices], {"to": 1}), None if rank is None else rank - p.removeDim
+
+    return lower
+
+
 def _clip(op: Layer) -> Lowered:
     p = op.params
     return _same_rank(
@@ -517,6 +601,18 @@ LAYERS: dict[str, Callable[[Layer], Lowered]] = {
     "unary": _unary,
     "gelu": _gelu,
     "clip": _clip,
+    "greaterThan": _compare("Greater"),
+    "greaterEqual": _compare("GreaterOrEqual"),
+    "lessThan": _compare("Less"),
+    "lessEqual": _compare("LessOrEqual"),
+    "equal": _compare("Equal"),
+    "notEqual": _compare("Equal"),
+    "whereBroadcastable": _where,
+    "tile": _tile,
+    "padding": _pad,
+    "upsample": _upsample,
+    "argMax": _arg_reduce("ArgMax"),
+    "argMin": _arg_reduce("ArgMin"),
     "slice": _slice,
     "sliceStatic": _slice_static,
     **{
