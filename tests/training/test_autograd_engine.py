@@ -220,3 +220,12 @@ def test_type_promotion_matches_torch():
 def test_empty_tensors():
     check(lambda m, x: (x * 2).sum(0), [np.zeros((0, 3), np.float32)])
     check(lambda m, x: x.mean(), [np.zeros((0,), np.float32)])
+
+
+def test_gradient_given_to_backward_takes_the_output_dtype():
+    grads = []
+    for lib in (spawnml, torch):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        (x * x).backward(lib.ones(2, dtype=lib.float32))
+        grads.append(x.grad)
+    assert_close(grads[0], grads[1])

@@ -68,7 +68,7 @@ def _initial_grad(root: Tensor, grad: Tensor | None) -> Tensor:
             f"Mismatch in shape: grad_output[0] has a shape of {list(grad.shape)} and output[0] has a "
             f"shape of {list(root.shape)}."
         )
-    return grad
+    return grad if grad.dtype == root.dtype else grad.detach().to(root.dtype)  # as torch casts it
 
 
 def _add(slots: dict[int, Tensor], slot: int, grad: Tensor) -> None:
