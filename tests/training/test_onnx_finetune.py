@@ -1,7 +1,7 @@
-"""Fine-tuning an imported model: a torch model exported to ONNX becomes a GraphModule whose
-outputs match onnxruntime's (1e-5), whose training steps give torch's losses on the same weights
-(1e-5), and whose trained weights, written back to ONNX, make onnxruntime give the module's own
-outputs (1e-5)."""
+"""Fine-tuning an imported model, on every backend: a torch model exported to ONNX becomes a
+GraphModule whose outputs match onnxruntime's (1e-5), whose training steps give torch's losses on
+the same weights (1e-5), and whose trained weights, written back to ONNX, make onnxruntime give
+the module's own outputs (1e-5)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import spawnml.nn.functional as F
 from spawnml import nn
 from spawnml.optim import SGD
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 RTOL, ATOL = 1e-5, 1e-5
@@ -63,15 +64,19 @@ def _onnxruntime(model: bytes, x: np.ndarray) -> np.ndarray:
     return session.run(None, {"x": x})[0]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
-def test_fine_tune_and_export(kind, tmp_path):
+def test_fine_tune_and_export(kind, device, tmp_path):
+    device = device_or_skip(device)
     reference, shape = _models()[kind]
     exported = _export(reference, shape)
-    module = nn.from_onnx(exported)
+    module = nn.from_onnx(exported, device)
     x = rng.standard_normal(shape).astype(np.float32)
     y = rng.integers(0, 3, shape[0])
     with spawnml.no_grad():
-        np.testing.assert_allclose(module(spawnml.tensor(x)).numpy(), _onnxruntime(exported, x), RTOL, ATOL)
+        np.testing.assert_allclose(
+            module(spawnml.tensor(x, device=device)).numpy(), _onnxruntime(exported, x), RTOL, ATOL
+        )
 
     ours, theirs = (
         SGD(module.parameters(), lr=0.1, momentum=0.9),
@@ -79,7 +84,7 @@ def test_fine_tune_and_export(kind, tmp_path):
     )
     for _ in range(5):
         ours.zero_grad()
-        loss = F.cross_entropy(module(spawnml.tensor(x)), spawnml.tensor(y))
+        loss = F.cross_entropy(module(spawnml.tensor(x, device=device)), spawnml.tensor(y, device=device))
         loss.backward()
         ours.step()
         theirs.zero_grad()
@@ -91,7 +96,7 @@ def test_fine_tune_and_export(kind, tmp_path):
     module.save_onnx(tmp_path / "trained.onnx")
     trained = (tmp_path / "trained.onnx").read_bytes()
     with spawnml.no_grad():
-        ours_out = module(spawnml.tensor(x)).numpy()
+        ours_out = module(spawnml.tensor(x, device=device)).numpy()
     np.testing.assert_allclose(_onnxruntime(trained, x), ours_out, RTOL, ATOL)
     with torch.no_grad():
         np.testing.assert_allclose(ours_out, reference(torch.tensor(x)).numpy(), RTOL, ATOL)
