@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+import spawnml
+import spawnml.plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.bert import WEIGHTS_ASSET, BertConfig, load_bert
 from spawnml_models.embeddings import (
@@ -119,3 +121,20 @@ def test_sentence_embeddings_match_the_onnx_pipeline(files, feeds, hidden):
     assert cosines.min() >= ONNX_MIN_COSINE, cosines
     # and the two models rank sentence pairs alike
     np.testing.assert_array_equal(np.argsort(got @ got.T, axis=1), np.argsort(want @ want.T, axis=1))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "webgpu"])
+def test_registered_safetensors_pipeline_matches_torch(files, feeds, backend):
+    """``spawnml.models()`` builds the SafeTensors pipeline on ``backend``; its embeddings are torch's.
+
+    The GPU sums in another order than numpy: 1e-5 there, 2e-6 on the CPU.
+    """
+    pytest.importorskip(f"spawnml_{backend}")
+    if not spawnml.plugins.backends()[backend].availability().available:
+        pytest.skip(f"{backend}: {spawnml.plugins.backends()[backend].availability().reason}")
+    pipeline = spawnml.plugins.models()["all-minilm-l6-v2-safetensors"](providers=[backend])
+    assert {provider for _, _, provider in pipeline.session.placement()} == {backend}
+    want = torch_bert(files[0], BertConfig.from_file(files[1]), feeds)
+    ref = normalize(mean_pool(want, feeds["attention_mask"]))
+    atol = TORCH_EMBEDDING_ATOL if backend == "cpu" else 1e-5
+    assert np.abs(pipeline(SENTENCES) - ref).max() <= atol

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 import pytest
+import spawnml.plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.commands import DEMO_SENTENCES
 from spawnml_models.embeddings import (
@@ -112,3 +113,16 @@ def test_tokenization_follows_the_sentence_transformers_config(tokenizer):
     assert len(wordpiece.encode(SENTENCES[-1]).ids) == MAX_SEQ_LENGTH
     batch = wordpiece.encode_batch(["Hi.", "Hello, World!"])
     assert [encoding.attention_mask for encoding in batch] == [[1, 1, 1, 1, 0, 0], [1] * 6]
+
+
+def test_whole_pipeline_on_webgpu_matches_onnxruntime(model, tokenizer):
+    """The int8 MiniLM runs on the GPU alone (no CPU node), within the CPU pipeline's tolerance.
+
+    Short sentences only: on a software Vulkan device the 256-token one takes minutes."""
+    backend = spawnml.plugins.backends().get("webgpu")
+    if backend is None or not backend.availability().available:
+        pytest.skip("webgpu: " + (backend.availability().reason if backend else "not installed"))
+    gpu = SentenceEmbeddingPipeline(model, tokenizer, providers=["webgpu"])
+    assert {provider for _, _, provider in gpu.session.placement()} == {"webgpu"}
+    want = reference_embeddings(model, tokenizer, SENTENCES[:3])
+    assert np.abs(gpu(SENTENCES[:3]) - want).max() <= 1e-4

@@ -27,6 +27,11 @@ def configure_embed(parser: argparse.ArgumentParser) -> None:
         "sentences", nargs="*", metavar="SENTENCE", help="sentences to compare (default: a demo set)"
     )
     parser.add_argument(
+        "--model",
+        help="a BERT encoder: ONNX, or model.safetensors with config.json beside it (default: the cached "
+        "all-MiniLM-L6-v2 ONNX export)",
+    )
+    parser.add_argument(
         "--providers",
         type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
         help="comma-separated providers in order of preference, e.g. webgpu,cpu",
@@ -39,9 +44,9 @@ def run_embed(args: argparse.Namespace) -> int:
     if not args.sentences:
         print("no sentences given: comparing the demo set", file=sys.stderr)
     start = time.perf_counter()
-    pipeline = SentenceEmbeddingPipeline(providers=args.providers)
+    pipeline = SentenceEmbeddingPipeline(model=args.model, providers=args.providers)
     loaded = time.perf_counter()
-    print(f"loaded all-MiniLM-L6-v2 in {loaded - start:.2f} s", file=sys.stderr)
+    print(f"loaded {args.model or 'all-MiniLM-L6-v2'} in {loaded - start:.2f} s", file=sys.stderr)
     matrix = pipeline.similarity(sentences)
     print(f"embedded {len(sentences)} sentences in {time.perf_counter() - loaded:.3f} s", file=sys.stderr)
     print(similarity_table(sentences, matrix))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import spawnml
@@ -12,6 +13,7 @@ from spawnml import InvalidArgumentError
 from tokenizers import Encoding, Tokenizer
 
 from .assets import asset_file
+from .bert import WEIGHTS_ASSET, BertConfig, bert_graph
 
 MODEL_ASSET = "minilm-onnx-int8"
 TOKENIZER_ASSET = "minilm-tokenizer"
@@ -24,8 +26,10 @@ FEEDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids
 class SentenceEmbeddingPipeline:
     """Unit-length sentence embeddings, as sentence-transformers' ``encode(normalize_embeddings=True)``.
 
-    ``model`` is an ONNX BERT encoder whose first output is the last hidden state and
-    ``tokenizer`` a ``tokenizer.json``; both default to the cached all-MiniLM-L6-v2 assets.
+    ``model`` is a BERT encoder: an ONNX graph whose first output is the last hidden state, or
+    SafeTensors weights with their ``config.json`` beside them, run through the BERT port
+    (:mod:`spawnml_models.bert`). ``tokenizer`` is a ``tokenizer.json``. Both default to the
+    cached all-MiniLM-L6-v2 assets (the int8 ONNX export).
     """
 
     def __init__(
@@ -38,7 +42,7 @@ class SentenceEmbeddingPipeline:
         model = model if model is not None else asset_file(MODEL_ASSET, "model.onnx")
         tokenizer = tokenizer if tokenizer is not None else asset_file(TOKENIZER_ASSET, "tokenizer.json")
         self.tokenizer = load_tokenizer(tokenizer, max_length)
-        self.session = spawnml.InferenceSession(os.fspath(model), providers=providers)
+        self.session = encoder_session(model, providers)
         self.input_names = [value.name for value in self.session.get_inputs()]
         unknown = sorted(set(self.input_names) - FEEDS.keys())
         if unknown:
@@ -76,6 +80,25 @@ class SentenceEmbeddingPipeline:
         feeds = {name: _column(encodings, FEEDS[name]) for name in self.input_names}
         hidden = np.asarray(self.session.run(None, feeds)[0], dtype=np.float32)
         return normalize(mean_pool(hidden, _column(encodings, "attention_mask")))
+
+
+def minilm_from_safetensors(**kwargs: Any) -> SentenceEmbeddingPipeline:
+    """all-MiniLM-L6-v2 from its float32 SafeTensors weights, run through the BERT port."""
+    return SentenceEmbeddingPipeline(model=asset_file(WEIGHTS_ASSET, "model.safetensors"), **kwargs)
+
+
+def encoder_session(model: str | Path, providers: Sequence[str] | None = None) -> spawnml.InferenceSession:
+    """A session over ``model``: its graph as is, or, for a weights-only file (SafeTensors), the BERT
+    port built from the weights and the ``config.json`` in the same folder."""
+    graph = spawnml.load(os.fspath(model))
+    if not graph.nodes:
+        config = Path(model).with_name("config.json")
+        if not config.is_file():
+            raise InvalidArgumentError(
+                f"{model} holds weights only; the BERT port needs its config.json beside it ({config})"
+            )
+        graph = bert_graph(BertConfig.from_file(config), graph.initializers)
+    return spawnml.InferenceSession(graph, providers=providers)
 
 
 def load_tokenizer(path: str | Path, max_length: int = MAX_SEQ_LENGTH) -> Tokenizer:

