@@ -128,7 +128,6 @@ __all__ = [
     "add",
     "amax",
     "amin",
-    "annotations",
     "arange",
     "argmax",
     "argmin",
