@@ -427,6 +427,63 @@ def test_unmapped_operation_is_refused_by_name(
         spawnml.InferenceSession(package, providers=["cpu"])
 
 
+def _damaged(build, damage) -> bytes:
+    model = proto("Model_pb2").Model()
+    model.ParseFromString(build())
+    damage(model)
+    return model.SerializeToString()
+
+
+def _program_block(model):
+    return model.mlProgram.functions["main"].block_specializations["CoreML5"]
+
+
+def _operation(model, output: str):
+    return next(op for op in _program_block(model).operations if op.outputs[0].name == output)
+
+
+def _string_typed_bias(model) -> None:
+    _operation(model, "b").outputs[0].type.tensorType.dataType = 2
+    _operation(model, "b").attributes["val"].type.tensorType.dataType = 2
+
+
+def _bias_from_string(model) -> None:
+    linear = _operation(model, "l")
+    linear.inputs["bias"].arguments[0].name = "pad_type"
+
+
+def _zero_stride(model) -> None:
+    _operation(model, "strides").attributes["val"].immediateValue.tensor.ints.values[0] = 0
+
+
+def _negative_variance(model) -> None:
+    model.neuralNetwork.layers[3].batchnorm.variance.floatValue[0] = -5.0
+
+
+@pytest.mark.parametrize(
+    ("kind", "damage", "message"),
+    [
+        (
+            "network",
+            lambda model: model.neuralNetwork.layers[1].ClearField("activation"),
+            "has no layer type",
+        ),
+        ("network", lambda model: model.neuralNetwork.layers[1].ClearField("input"), "has no input"),
+        ("network", _negative_variance, "variances plus epsilon that are not all positive"),
+        ("program", _zero_stride, "strides .* must be positive"),
+        ("program", _string_typed_bias, "is declared object but holds floats"),
+        ("program", _bias_from_string, "reads the string constant 'pad_type' as a tensor"),
+    ],
+)
+def test_malformed_models_are_refused(kind: str, damage, message: str) -> None:
+    """Inputs the fuzzer found crashing the loader, rebuilt from its seeds: each is now a ModelLoadError."""
+    from tests.fuzz.coreml_files import ml_program_model, neural_network_model
+
+    data = _damaged(neural_network_model if kind == "network" else ml_program_model, damage)
+    with pytest.raises(ModelLoadError, match=message):
+        spawnml.InferenceSession(data, providers=["cpu"])
+
+
 def test_models_without_a_graph_are_refused_by_kind() -> None:
     spec = proto("Model_pb2")
     model = spec.Model(specificationVersion=4)
