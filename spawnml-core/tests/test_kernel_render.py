@@ -3,14 +3,18 @@
 The C dialects are checked twice where the tools exist: OpenCL C by a real OpenCL compiler
 (pyopencl with any platform, e.g. Debian's PoCL), and both OpenCL C and CUDA C by
 ``gcc``/``g++ -fsyntax-only`` after a prelude that maps each dialect's keywords, types and
-builtins to plain C/C++ (a syntax and type check, not a device compile). WGSL is checked by
+builtins to plain C/C++ (a syntax and type check, not a device compile). CUDA C is also
+compiled to PTX by NVRTC from NVIDIA's PyPI wheels (``nvidia-cuda-nvrtc-cu12``, with
+``cuda_fp16.h`` from ``nvidia-cuda-runtime-cu12``), which needs no GPU. WGSL is checked by
 wgpu's shader module creation (naga) when wgpu finds an adapter (e.g. Mesa's lavapipe).
 """
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from spawnml.kernel import (
@@ -41,7 +45,20 @@ from spawnml.kernel import (
     tanh,
     u32,
 )
-from spawnml.kernel.library import add, conv, matmul, norm, pad, pool, resize, sum_partial
+from spawnml.kernel.library import (
+    add,
+    batched_matmul,
+    conv,
+    matmul,
+    movement,
+    norm,
+    pad,
+    pool,
+    resize,
+    rows,
+    sum_partial,
+)
+from spawnml.kernel.library import map as maps
 from spawnml.kernel.render import CUDARenderer, OpenCLRenderer, WGSLRenderer
 
 
@@ -98,6 +115,15 @@ KERNELS = {
     "every_construct": every_construct.specialize(T=f32, WG=32, SCALE=0.5),
     "every_construct_f16": every_construct.specialize(T=f16, WG=32, SCALE=0.5),
     "matmul_i32": matmul.specialize(T=i32, TILE=4),
+    "batched_matmul": batched_matmul.batched_matmul.specialize(T=f32, TILE=8),
+    "softmax_rows": rows.softmax_rows.specialize(T=f32),
+    "layernorm_rows": rows.layernorm_rows.specialize(T=f32),
+    "sum_rows": rows.sum_rows.specialize(T=f32),
+    "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
+    "gather": movement.gather.specialize(T=f32),
+    "map1": maps.map1.specialize(T=f32, R=f32),
+    "map2": maps.map2.specialize(T=f32, R=i32, RANK=3),
+    "map3": maps.map3.specialize(T=f32, RANK=3),
     **{
         f"{k.name}_vision": k
         for k in (
@@ -263,3 +289,30 @@ def _wgpu_device():
 def test_wgsl_passes_naga_validation(name):
     device = _wgpu_device()
     device.create_shader_module(code=WGSLRenderer().render(KERNELS[name]))
+
+
+def _nvrtc() -> tuple[ctypes.CDLL, list[bytes]]:
+    """NVIDIA's runtime compiler from its PyPI wheel (no GPU needed), and the flags to compile with."""
+    nvrtc = pytest.importorskip("nvidia.cuda_nvrtc", reason="nvidia-cuda-nvrtc-cu12 is not installed")
+    runtime = pytest.importorskip("nvidia.cuda_runtime", reason="nvidia-cuda-runtime-cu12 is not installed")
+    library = ctypes.CDLL(str(Path(next(iter(nvrtc.__path__))) / "lib" / "libnvrtc.so.12"))
+    include = Path(next(iter(runtime.__path__))) / "include"  # cuda_fp16.h
+    return library, [b"--gpu-architecture=compute_75", b"-I" + str(include).encode()]
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_cuda_compiles_with_nvrtc(name):
+    library, flags = _nvrtc()
+    kernel_ir = KERNELS[name]
+    program = ctypes.c_void_p()
+    source = CUDARenderer().render(kernel_ir).encode()
+    assert library.nvrtcCreateProgram(ctypes.byref(program), source, b"kernel.cu", 0, None, None) == 0
+    try:
+        status = library.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*flags))
+        size = ctypes.c_size_t()
+        library.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        library.nvrtcGetProgramLog(program, log)
+    finally:
+        library.nvrtcDestroyProgram(ctypes.byref(program))
+    assert status == 0, log.value.decode() + source.decode()
