@@ -28,12 +28,22 @@ _OPENING = threading.Lock()
 
 
 @dataclass
+class Traffic:
+    """What was sent to a device since it was opened: kernel launches and bytes copied each way."""
+
+    launches: int = 0
+    bytes_to_device: int = 0
+    bytes_from_device: int = 0
+
+
+@dataclass
 class OpenDevice:
     """An open device and what was prepared on it: programs by kernel, small constants by content."""
 
     runtime: Runtime
     programs: dict[int, tuple[Kernel, Any]] = field(default_factory=dict)
     constants: OrderedDict[bytes, DeviceArray] = field(default_factory=OrderedDict)
+    traffic: Traffic = field(default_factory=Traffic)
 
 
 class GPUBackend(Backend):
@@ -61,6 +71,10 @@ class GPUBackend(Backend):
                 if current is None or current.runtime.lost:
                     current = self.__dict__["_open"] = OpenDevice(self.make_runtime())
         return current
+
+    def traffic(self) -> Traffic:
+        """Launches and copies on the open device so far (for benchmarks: read it before and after)."""
+        return self.device().traffic
 
     # Memory.
     def empty(self, shape: Sequence[int], dtype: np.dtype) -> DeviceArray:
@@ -93,6 +107,7 @@ class GPUBackend(Backend):
         if array.size:
             values = np.clip(array, _I32.min, _I32.max) if array.dtype == np.int64 else array
             out.storage.runtime.copy_in(out.handle, np.ascontiguousarray(values, elem.numpy))
+            self._count(bytes_to_device=out.size * elem.bits // 8)
         return DeviceArray(out.storage, out.shape, out.dtype, array)
 
     def to_numpy(self, buffer: DeviceArray) -> np.ndarray:
@@ -102,6 +117,7 @@ class GPUBackend(Backend):
         runtime.check_alive()
         nbytes = buffer.size * buffer.elem.bits // 8
         data = runtime.copy_out(buffer.handle, nbytes) if nbytes else b""
+        self._count(bytes_from_device=nbytes)
         return np.frombuffer(data, buffer.elem.numpy).astype(buffer.dtype).reshape(buffer.shape)
 
     def shape_of(self, buffer: DeviceArray) -> tuple[int, ...]:
@@ -139,7 +155,15 @@ class GPUBackend(Backend):
     def _upload_raw(self, array: np.ndarray) -> DeviceArray:
         storage = Storage(self.runtime, array.nbytes)
         storage.runtime.copy_in(storage.handle, array)
+        self._count(bytes_to_device=array.nbytes)
         return DeviceArray(storage, array.shape, np.dtype(np.int32), None)
+
+    def _count(self, launches: int = 0, bytes_to_device: int = 0, bytes_from_device: int = 0) -> None:
+        device = self.device()
+        with device.runtime.lock:
+            device.traffic.launches += launches
+            device.traffic.bytes_to_device += bytes_to_device
+            device.traffic.bytes_from_device += bytes_from_device
 
     # Launches.
     def launch(
@@ -160,6 +184,7 @@ class GPUBackend(Backend):
             buffer.storage.runtime.check_alive()  # a tensor made before a loss
         runtime.check_alive()
         runtime.launch(entry[1], [b.handle for b in buffers], size, values)
+        self._count(launches=1)
 
     def launch_flat(
         self, k: Kernel, buffers: Sequence[DeviceArray], threads: int, **scalars: float | int
