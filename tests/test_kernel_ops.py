@@ -235,7 +235,7 @@ def test_split_range_constant_of_shape_and_cast_like(gpu):
     )
 
 
-def test_log_softmax_hardmax_and_cumsum(gpu):
+def test_log_softmax_hardmax_cumsum_and_cumprod(gpu):
     x = f32(3, 4, 5)
     for axis in (0, 1, -1):
         shifted = x - x.max(axis=axis, keepdims=True)
@@ -259,6 +259,10 @@ def test_log_softmax_hardmax_and_cumsum(gpu):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     ints = RNG.integers(-5, 5, (2, 6))
     np.testing.assert_array_equal(run(gpu, "CumSum", ints, np.array(-1)), np.cumsum(ints, axis=-1))
+    got = run(gpu, "CumProd", x, np.array(2), opset=26, exclusive=1)
+    want = np.concatenate([np.ones((3, 4, 1), np.float32), np.cumprod(x, axis=2)[..., :-1]], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(run(gpu, "CumProd", ints, np.array(1), opset=26), np.cumprod(ints, axis=1))
 
 
 def test_signed_bit_shifts_out_of_range_follow_numpy(gpu):

@@ -1,5 +1,5 @@
 """Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Tile, Trilu,
-Split, ScatterND, ScatterElements, CumSum, LogSoftmax, Hardmax, CastLike, Range and
+Split, ScatterND, ScatterElements, CumSum, CumProd, LogSoftmax, Hardmax, CastLike, Range and
 ConstantOfShape.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
@@ -15,7 +15,7 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elements, scatter_nd, tile, trilu
-from ..kernel.library.scan import cumsum_rows, hardmax_rows, log_softmax_rows
+from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
 from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, unary
 
@@ -107,8 +107,8 @@ def hardmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, hardmax_rows.specialize(T=x.elem))
 
 
-@GPU_KERNELS.register("CumSum", since=11)
-def cumsum(ctx: KernelContext, x: DeviceArray, axis: DeviceArray) -> DeviceArray:
+def cumulative(ctx: KernelContext, x: DeviceArray, axis: DeviceArray, product: bool) -> DeviceArray:
+    """CumSum or CumProd along the axis ``axis`` holds."""
     dim = _axis(int(_host(ctx, axis).reshape(())), len(x.shape))
     out = ctx.backend.empty(x.shape, x.dtype)
     if out.size:
@@ -116,10 +116,14 @@ def cumsum(ctx: KernelContext, x: DeviceArray, axis: DeviceArray) -> DeviceArray
             "EXCLUSIVE": bool(ctx.attrs.get("exclusive", 0)),
             "REVERSE": bool(ctx.attrs.get("reverse", 0)),
         }
-        k = cumsum_rows.specialize(T=x.elem, **flags)
+        k = cumulative_rows.specialize(T=x.elem, PRODUCT=product, **flags)
         size, inner = x.shape[dim], math.prod(x.shape[dim + 1 :])
         ctx.backend.launch_flat(k, [x, out], x.size // size, D=size, inner=inner)
     return out
+
+
+GPU_KERNELS.register("CumSum", since=11)(lambda ctx, x, axis: cumulative(ctx, x, axis, product=False))
+GPU_KERNELS.register("CumProd", since=26)(lambda ctx, x, axis: cumulative(ctx, x, axis, product=True))
 
 
 @GPU_KERNELS.register("CastLike", since=15)

@@ -1,4 +1,4 @@
-"""Row-wise kernels beyond softmax: log-softmax, hardmax and cumulative sums, one thread per row.
+"""Row-wise kernels beyond softmax: log-softmax, hardmax, cumulative sums and products, one thread per row.
 
 A row is ``D`` elements ``inner`` apart; row ``r`` starts at ``(r // inner) * D * inner + r % inner``.
 Launch ``rows`` threads over a 2-D grid of ``width`` threads per grid row.
@@ -59,7 +59,7 @@ def hardmax_rows(
 
 
 @kernel(workgroup=(64,))
-def cumsum_rows(
+def cumulative_rows(
     x: ReadBuffer[T],  # noqa: F821
     out: Buffer[T],  # noqa: F821
     rows: u32,
@@ -67,21 +67,21 @@ def cumsum_rows(
     D: u32,
     inner: u32,
     T: Const[Scalar],
+    PRODUCT: Const[bool],
     EXCLUSIVE: Const[bool],
     REVERSE: Const[bool],
 ):
-    """Running sums along each row, from its end when ``REVERSE``, without the element itself
-    when ``EXCLUSIVE``."""
+    """Running sums (or products) along each row, from its end when ``REVERSE``, without the
+    element itself when ``EXCLUSIVE``."""
     r = global_id(1) * width + global_id(0)
     if r < rows:
         base = (r // inner) * D * inner + r % inner
-        total = T(0)
+        total = T(1) if PRODUCT else T(0)
         for j in range(D):
             k = D - 1 - j if REVERSE else j
             value = x[base + k * inner]
             if EXCLUSIVE:
                 out[base + k * inner] = total
-                total += value
-            else:
-                total += value
+            total = total * value if PRODUCT else total + value
+            if not EXCLUSIVE:
                 out[base + k * inner] = total
