@@ -51,7 +51,7 @@ def soak(session: spawnml.InferenceSession, feeds: Iterator[dict], runs: int, wa
     for run in range(runs):
         if run == warm_up:
             baseline = resident()
-        if FULL and run > warm_up and run % (runs // 10) == 0:
+        if FULL and run > warm_up and run % (runs // 20) == 0:
             print(f"\n  run {run:,}: resident memory {resident() / MIB:.1f} MiB", end="", flush=True)
         session.run(None, next(feeds))
     growth = resident() - baseline
