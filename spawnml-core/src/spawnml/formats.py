@@ -162,13 +162,11 @@ def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Grap
 
 
 def save_onnx(graph: Graph, path: str | os.PathLike[str]) -> None:
-    """Write ``graph`` as an ONNX file through the installed format plugin that writes ``.onnx``;
-    SpawnML's own fused operators are written as the standard nodes they stand for."""
-    from .passes.unfuse import expand_fused
+    """Write ``graph`` as an ONNX file through the installed format plugin that writes ``.onnx``."""
     from .plugins import formats, operators
 
     for loader in formats().values():
         if loader.writes and ".onnx" in loader.extensions:
-            loader.save(expand_fused(graph), path, operators())
+            loader.save(graph, path, operators())
             return
     raise InvalidArgumentError("no installed format plugin writes .onnx files (pip install spawnml-formats)")

@@ -27,6 +27,7 @@ from onnx import (
 from spawnml import dtypes
 from spawnml.ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Node, Value
 from spawnml.ops.registry import OperatorRegistry
+from spawnml.passes.unfuse import expand_fused
 
 #: Model fields the loader keeps in ``graph.metadata``, and how each is written back.
 MODEL_FIELDS = {
@@ -47,7 +48,9 @@ LIST_KINDS = {
 
 
 def to_model(graph: Graph, operators: OperatorRegistry | None = None) -> ModelProto:
-    """The ``ModelProto`` of ``graph``; ``operators`` types empty-list attributes."""
+    """The ``ModelProto`` of ``graph``; ``operators`` types empty-list attributes. SpawnML's own
+    fused nodes are written as the standard nodes they stand for, so any ONNX runtime reads it."""
+    graph = expand_fused(graph)
     writer = _Writer(graph, operators)
     opsets = [helper.make_opsetid(domain, version) for domain, version in sorted(graph.opset_imports.items())]
     model = helper.make_model(writer.graph(graph), opset_imports=opsets)
