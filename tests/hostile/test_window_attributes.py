@@ -31,8 +31,10 @@ def test_non_positive_window_attributes_are_refused(tmp_path, op, attrs):
         inputs.append("w")
         initializers.append(numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w"))
     path = tmp_path / "model.onnx"
-    node = helper.make_node(op, inputs, ["y"], **attrs)
+    node = helper.make_node(op, inputs, ["y"], name="window", **attrs)
     path.write_bytes(model([node], [x], [y], initializers).SerializeToString())
-    with pytest.raises(spawnml.InvalidGraphError, match="must all be positive"):
+    with pytest.raises(
+        spawnml.InvalidGraphError, match=rf"node 'window' \({op}\) on 'cpu': .*must all be positive"
+    ):
         session = spawnml.InferenceSession(path, providers=["cpu"])
         session.run(None, {"x": np.ones((1, 1, 8, 8), np.float32)})

@@ -20,6 +20,7 @@ from .backend import Backend, KernelContext, KernelSpec
 from .errors import (
     DeviceError,
     ExecutionError,
+    InvalidArgumentError,
     InvalidGraphError,
     SpawnMLError,
     UnsupportedOperator,
@@ -119,6 +120,13 @@ def _call(step: Step, args: list[Any], scope: Scope | None) -> Sequence[Any]:
     """Run one step's kernel; its results as a sequence."""
     try:
         result = step.kernel.fn(step.context or _context_with_bodies(step, scope), *args)
+    except (InvalidArgumentError, InvalidGraphError) as error:
+        if type(error) not in (InvalidArgumentError, InvalidGraphError) or step.node.label() in str(error):
+            raise
+        node = step.node  # a kernel's own refusal of its arguments: say where it happened
+        raise type(error)(
+            f"node {node.label()!r} ({node.op_type}) on {step.backend.name!r}: {error}"
+        ) from error
     except SpawnMLError:
         raise
     except Exception as error:
