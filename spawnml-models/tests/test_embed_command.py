@@ -16,8 +16,8 @@ from spawnml_models.embeddings import SentenceEmbeddingPipeline
 class FakePipeline:
     """Stands in for the model: similarity is 1 on the diagonal, 0.5 elsewhere."""
 
-    def __init__(self, providers=None):
-        self.providers = providers
+    def __init__(self, model=None, providers=None):
+        self.model, self.providers = model, providers
 
     def similarity(self, sentences):
         n = len(sentences)
