@@ -45,18 +45,17 @@ def run(
     *,
     outputs: int = 1,
     domain: str = "",
-    opset: int | None = None,
     **attrs: Any,
 ):
     """``op_type`` applied to ``inputs`` (``None`` for omitted optional inputs) on their backend,
-    with the operator's version at ``opset`` (by default that of :data:`OPSETS`).
+    with the operator's version at the domain's :data:`OPSETS` entry.
 
     Returns one :class:`Tensor`, or a tuple of ``outputs`` tensors (``None`` where the kernel
     produced nothing). The result does not track gradients; :class:`~spawnml.autograd.Function`
     subclasses do that.
     """
     backend = device_of(inputs)
-    opset = opset if opset is not None else OPSETS.get(domain, 1)
+    opset = OPSETS.get(domain, 1)
     schema, spec = _resolve(backend, domain, op_type, opset)
     node = Node(
         op_type,
