@@ -165,9 +165,14 @@ def test_softmax(gpu, shape, axis, opset):
 def test_layer_normalization(gpu, with_bias):
     x, scale, bias = f32(3, 5, 16), f32(16), f32(16)
     mean = x.mean(-1, keepdims=True)
-    want = (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * scale + (bias if with_bias else 0)
-    got = run(gpu, "LayerNormalization", x, scale, bias if with_bias else None, axis=-1, epsilon=1e-5)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    inv_std = 1 / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    want = (x - mean) * inv_std * scale + (bias if with_bias else 0)
+    spec = gpu.kernels.find("", "LayerNormalization", 17)
+    ctx = KernelContext(Node("LayerNormalization", [], []), 17, {"axis": -1, "epsilon": 1e-5}, gpu)
+    inputs = [gpu.from_numpy(x), gpu.from_numpy(scale), gpu.from_numpy(bias) if with_bias else None]
+    got = [gpu.to_numpy(out) for out in spec.fn(ctx, *inputs)]
+    for value, expected in zip(got, (want, mean, inv_std), strict=True):
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(("axes", "keepdims"), [([1], 1), ([0, 2], 0), ([-1], 1), (None, 0)])

@@ -354,22 +354,40 @@ def softmax(ctx: KernelContext, x: Array) -> Array:
     return out
 
 
-def _only_y(node: Node, opset: int) -> str | None:
-    return "the Mean and InvStdDev outputs are not computed" if any(node.outputs[1:]) else None
+def _float_stash(node: Node, opset: int) -> str | None:
+    code = node.attrs.get("stash_type", 1)
+    return None if code == 1 else f"stash_type={code}: the GPU computes statistics in float32 only"
 
 
-@GPU_KERNELS.register("LayerNormalization", since=17, check=_only_y, dtypes=FLOAT32)
-def layer_norm(ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None) -> Array:
-    _float(x, "LayerNormalization")
+@GPU_KERNELS.register("LayerNormalization", since=17, check=_float_stash, dtypes=FLOAT32)
+def layer_norm(
+    ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
+) -> tuple[Array, Array, Array]:
+    """Y, and the Mean and InvStdDev of each normalized row (in the input's rank, 1 along the axes)."""
+    return normalize(ctx, x, scale, bias, centered=True)
+
+
+@GPU_KERNELS.register("RMSNormalization", since=23, check=_float_stash, dtypes=FLOAT32)
+def rms_norm(ctx: KernelContext, x: Array, scale: Array) -> Array:
+    return normalize(ctx, x, scale, None, centered=False)[0]
+
+
+def normalize(
+    ctx: KernelContext, x: Array, scale: Array, bias: Array | None, centered: bool
+) -> tuple[Array, Array, Array]:
+    """Layer (``centered``) or RMS normalization over the axes from ``axis`` on, with the statistics."""
+    _float(x, "LayerNormalization" if centered else "RMSNormalization")
     axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
     size = math.prod(x.shape[axis:])
     params = [_sized(ctx, p, x.shape[axis:]) for p in (scale, bias)]
     out = ctx.backend.empty(x.shape, x.dtype)
     if size:
-        k = layernorm_rows.specialize(T=f32)
+    stats = (*x.shape[:axis], *[1] * (len(x.shape) - axis))
+    mean, inv_std = ctx.backend.empty(stats, x.dtype), ctx.backend.empty(stats, x.dtype)
+        k = layernorm_rows.specialize(T=f32, CENTERED=centered)
         eps = float(ctx.attrs.get("epsilon", 1e-5))
-        ctx.backend.launch_flat(k, [x, *params, out], x.size // size, D=size, epsilon=eps)
-    return out
+        ctx.backend.launch_flat(k, [x, *params, out, mean, inv_std], x.size // size, D=size, epsilon=eps)
+    return out, mean, inv_std
 
 
 def _sized(ctx: KernelContext, p: Array | None, shape: tuple[int, ...]) -> Array:

@@ -1,4 +1,4 @@
-"""Row-wise kernels: one thread per row, for softmax, layer normalization and sums.
+"""Row-wise kernels: one thread per row, for softmax, layer and RMS normalization and sums.
 
 A row is ``D`` elements ``inner`` apart; row ``r`` starts at ``(r // inner) * D * inner + r % inner``.
 Launch ``rows`` threads over a 2-D grid of ``width`` threads per grid row.
@@ -43,25 +43,34 @@ def layernorm_rows(
     scale: ReadBuffer[T],  # noqa: F821
     bias: ReadBuffer[T],  # noqa: F821
     out: Buffer[T],  # noqa: F821
+    mean_out: Buffer[T],  # noqa: F821
+    inv_std_out: Buffer[T],  # noqa: F821
     rows: u32,
     width: u32,
     D: u32,
     epsilon: f32,
     T: Const[Scalar],
+    CENTERED: Const[bool],
 ):
-    """``out = (x - mean) / sqrt(var + epsilon) * scale + bias`` over contiguous rows of ``D``."""
+    """``out = (x - mean) / sqrt(var + epsilon) * scale + bias`` over contiguous rows of ``D``, with
+    each row's mean and ``1 / sqrt(var + epsilon)``; not ``CENTERED``, the mean is taken as 0 (RMS
+    normalization: ``x / sqrt(mean(x * x) + epsilon) * scale + bias``)."""
     r = global_id(1) * width + global_id(0)
     if r < rows:
         base = r * D
-        total = T(0)
-        for k in range(D):
-            total += x[base + k]
-        mean = total / T(D)
+        mean = T(0)
+        if CENTERED:
+            total = T(0)
+            for k in range(D):
+                total += x[base + k]
+            mean = total / T(D)
         spread = T(0)
         for k in range(D):
             centred = x[base + k] - mean
             spread += centred * centred
         inv = rsqrt(spread / T(D) + T(epsilon))
+        mean_out[r] = mean
+        inv_std_out[r] = inv
         for k in range(D):
             out[base + k] = (x[base + k] - mean) * inv * scale[k] + bias[k]
 
