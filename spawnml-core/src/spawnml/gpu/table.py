@@ -381,9 +381,9 @@ def normalize(
     size = math.prod(x.shape[axis:])
     params = [_sized(ctx, p, x.shape[axis:]) for p in (scale, bias)]
     out = ctx.backend.empty(x.shape, x.dtype)
-    if size:
     stats = (*x.shape[:axis], *[1] * (len(x.shape) - axis))
     mean, inv_std = ctx.backend.empty(stats, x.dtype), ctx.backend.empty(stats, x.dtype)
+    if size:
         k = layernorm_rows.specialize(T=f32, CENTERED=centered)
         eps = float(ctx.attrs.get("epsilon", 1e-5))
         ctx.backend.launch_flat(k, [x, *params, out, mean, inv_std], x.size // size, D=size, epsilon=eps)
