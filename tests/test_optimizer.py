@@ -265,3 +265,90 @@ def test_real_models_keep_their_results(model: ReferenceModel, level: str):
     before, after = len(plain.graph.nodes), len(fast.graph.nodes)
     print(f"{model.name} {level}: {before} -> {after} nodes, largest absolute difference {difference:.2e}")
     assert after <= before
+
+
+def branch(name: str, nodes, output: str) -> onnx.GraphProto:
+    return helper.make_graph(nodes, name, [], [tensor(output, 4)])
+
+
+def if_model() -> bytes:
+    """An If whose branches compute on the outer weight ``w`` and constants of their own."""
+    scale = helper.make_node(
+        "Constant", [], ["scale"], value=numpy_helper.from_array(np.full(4, 0.5, np.float32))
+    )
+    then_nodes = [
+        scale,
+        helper.make_node("Neg", ["w"], ["nw"]),
+        helper.make_node("Mul", ["nw", "scale"], ["ws"]),
+        helper.make_node("Add", ["x", "ws"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("Mul", ["r", "x"], ["then_y"]),
+    ]
+    else_nodes = [helper.make_node("Sqrt", ["w"], ["sw"]), helper.make_node("Sub", ["x", "sw"], ["else_y"])]
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "zero"], ["positive"]),
+        helper.make_node(
+            "If",
+            ["positive"],
+            ["y"],
+            then_branch=branch("then", then_nodes, "then_y"),
+            else_branch=branch("else", else_nodes, "else_y"),
+        ),
+    ]
+    inits = [weight("w", 4, low=0.0), numpy_helper.from_array(np.array(0, np.float32), "zero")]
+    return model(nodes, [tensor("x", 4)], [tensor("y", 4)], inits)
+
+
+def body_ops(data: bytes, level: str = "all") -> dict[str, list[str]]:
+    options = SessionOptions(graph_optimization_level=level)
+    (node,) = [node for node in spawnml.InferenceSession(data, options).graph.nodes if node.op_type == "If"]
+    return {
+        name: [step.op_type for step in node.attrs[name].nodes] for name in ("then_branch", "else_branch")
+    }
+
+
+def test_if_branches_fold_outer_constants_and_fuse():
+    data = if_model()
+    assert body_ops(data, "basic") == {"then_branch": ["Add", "Relu", "Mul"], "else_branch": ["Sub"]}
+    assert body_ops(data) == {"then_branch": ["FusedElementwise"], "else_branch": ["Sub"]}
+    for sign in (1, -1):
+        assert_same_results(data, {"x": sign * RNG.uniform(0.1, 1, 4).astype(np.float32)})
+
+
+def test_optimized_model_with_fused_branches_runs_on_onnxruntime(tmp_path):
+    data = if_model()
+    target = tmp_path / "optimized.onnx"
+    spawnml.InferenceSession(data, SessionOptions(optimized_model_filepath=str(target)))
+    saved = onnx.load(target)
+    onnx.checker.check_model(saved)
+    (node,) = [node for node in saved.graph.node if node.op_type == "If"]
+    assert {attribute.g.node[0].domain for attribute in node.attribute} == {""}
+    session = onnxruntime.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for sign in (1, -1):
+        x = {"x": sign * RNG.uniform(0.1, 1, 4).astype(np.float32)}
+        np.testing.assert_allclose(session.run(None, x)[0], reference.run(None, x)[0], rtol=RTOL, atol=ATOL)
+
+
+def test_loop_body_inputs_are_never_folded():
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Neg", ["w"], ["nw"]),
+            helper.make_node("Mul", ["carried", "nw"], ["carried_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            tensor("carried", 4),
+        ],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), tensor("carried_out", 4)],
+    )
+    nodes = [helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)]
+    inits = [weight("w", 4), numpy_helper.from_array(np.array(3, np.int64), "trips")]
+    data = model(nodes, [tensor("x", 4)], [tensor("y", 4)], inits)
+    (loop,) = spawnml.InferenceSession(data).graph.nodes
+    assert [node.op_type for node in loop.attrs["body"].nodes] == ["Identity", "Mul"]
+    assert_same_results(data, {"x": RNG.normal(size=4).astype(np.float32)})

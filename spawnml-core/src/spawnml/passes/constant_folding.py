@@ -1,11 +1,14 @@
 """Constant folding: run nodes whose inputs are all constants once, at load, on the providers.
 
 Only initializers that no caller can override count as constants; an input with an
-initializer default may be fed, so nothing reading it is folded. Nodes with subgraphs,
+initializer default may be fed, so nothing reading it is folded. In a subgraph body the
+constants of the enclosing scopes that it reads count too. Nodes with subgraphs,
 random operators and nodes producing graph outputs are left alone.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -26,10 +29,12 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
     """Replace every foldable node by initializers holding its outputs; return how many."""
     folded = 0
     outputs = output_names(graph)
-    for node in graph.toposort(frozenset(graph.free_names())):
-        if not _foldable(graph, node, outputs):
+    free = graph.free_names()
+    outer = {name: ctx.outer[name] for name in free if name in ctx.outer}
+    for node in graph.toposort(frozenset(free)):
+        if not _foldable(graph, node, outputs, outer):
             continue
-        results = evaluate(graph, node, ctx)
+        results = evaluate(graph, node, ctx, outer)
         if results is None:
             continue
         graph.nodes.remove(node)
@@ -38,24 +43,27 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
     return folded
 
 
-def _foldable(graph: Graph, node: Node, outputs: set[str]) -> bool:
+def _foldable(graph: Graph, node: Node, outputs: set[str], outer: Mapping[str, np.ndarray]) -> bool:
     return (
         node.op_type not in NONDETERMINISTIC
         and not any(node.subgraphs())
         and not any(name in outputs for name in node.outputs)
-        and all(constant(graph, name) is not None for name in node.inputs if name)
+        and all(constant(graph, name) is not None or name in outer for name in node.inputs if name)
     )
 
 
-def evaluate(graph: Graph, node: Node, ctx: PassContext) -> dict[str, np.ndarray] | None:
-    """The outputs of ``node`` on its constant inputs, or None when no provider computes them."""
+def evaluate(
+    graph: Graph, node: Node, ctx: PassContext, outer: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray] | None:
+    """The outputs of ``node`` on its constant inputs (``graph``'s own, else ``outer``'s), or None
+    when no provider computes them."""
     if not ctx.providers:
         return None
     names = [name for name in node.outputs if name]
     single = Graph(
         nodes=[node],
         outputs=[Value(name) for name in names],
-        initializers={name: graph.initializers[name] for name in node.inputs if name},
+        initializers={name: graph.initializers.get(name, outer.get(name)) for name in node.inputs if name},
         opset_imports=graph.opset_imports,
         name=f"folding {node.label()}",
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..backend import Backend
 from ..errors import SpawnMLError
@@ -18,10 +20,16 @@ MS_DOMAIN = "com.microsoft"
 
 @dataclass
 class PassContext:
-    """Operators and providers; a fused node is only introduced where some provider runs it."""
+    """Operators and providers; a fused node is only introduced where some provider runs it.
+
+    For a subgraph body, ``outer`` holds the constants and ``outer_types`` the known types of
+    the enclosing scopes' values, by name.
+    """
 
     operators: OperatorRegistry
     providers: Sequence[Backend] = field(default_factory=list)
+    outer: Mapping[str, np.ndarray] = field(default_factory=dict)
+    outer_types: Mapping[str, TensorType] = field(default_factory=dict)
     _types: dict[str, TensorType] | None = field(default=None, repr=False)
 
     def placement(self, graph: Graph, node: Node) -> Backend | None:
@@ -43,7 +51,7 @@ class PassContext:
         """Inferred types of ``graph``'s values (empty when inference fails), kept until :meth:`changed`."""
         if self._types is None:
             try:
-                self._types = infer_shapes(graph, self.operators)
+                self._types = infer_shapes(graph, self.operators, self.outer_types)
             except SpawnMLError:
                 self._types = {}
         return self._types

@@ -11,20 +11,25 @@
   become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes
   will join here.
 
-Passes rewrite the top-level graph; subgraph bodies are left as they are. Graph inputs,
-outputs, their names, types and shapes never change.
+Passes rewrite every graph: the top-level one first, then subgraph bodies (If branches, Loop and
+Scan bodies), each as a graph of its own that also knows the enclosing scopes' constants and
+inferred types. Graph inputs, outputs, their names, types and shapes never change, in bodies
+too.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from ..backend import Backend
 from ..ir import Graph, Node
 from ..ops.registry import OperatorRegistry
+from ..ops.schema import TensorType
 from .constant_folding import fold_constants
 from .context import PassContext
 from .conv_activation import fuse_conv_activation
@@ -98,14 +103,39 @@ def optimize(
         from ..plugins import operators as loaded
 
         operators = loaded()
-    ctx = PassContext(operators, list(providers))
     work = _copy(graph)
-    _until_stable(work, ctx, BASIC_PASSES)
-    if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
-        _until_stable(work, ctx, EXTENDED_PASSES + BASIC_PASSES)
-    if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
-        _until_stable(work, ctx, ALL_PASSES)
+    _optimize_graph(work, level, operators, list(providers), {}, {})
     return work
+
+
+def _optimize_graph(
+    graph: Graph,
+    level: GraphOptimizationLevel,
+    operators: OperatorRegistry,
+    providers: list[Backend],
+    outer: Mapping[str, np.ndarray],
+    outer_types: Mapping[str, TensorType],
+) -> None:
+    """Optimize ``graph`` in place, then the bodies of its nodes; ``outer`` and ``outer_types`` are
+    the constants and the known types of the enclosing scopes' values."""
+    ctx = PassContext(operators, providers, outer, outer_types)
+    _until_stable(graph, ctx, BASIC_PASSES)
+    if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
+        _until_stable(graph, ctx, EXTENDED_PASSES + BASIC_PASSES)
+    if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
+        _until_stable(graph, ctx, ALL_PASSES)
+    bodies = [body for node in graph.nodes for body in node.subgraphs()]
+    if not bodies:
+        return
+    free, feedable = graph.free_names(), {value.name for value in graph.inputs}
+    constants = {name: outer[name] for name in free if name in outer}  # none is redefined here
+    constants.update((name, array) for name, array in graph.initializers.items() if name not in feedable)
+    types = {name: outer_types[name] for name in free if name in outer_types} | ctx.types(graph)
+    for body in bodies:
+        _optimize_graph(body, level, operators, providers, constants, types)
+        for domain, version in body.opset_imports.items():  # a fusion in a body imports on the model
+            graph.opset_imports.setdefault(domain, version)
+    eliminate_dead_nodes(graph)  # what the bodies no longer read
 
 
 def _until_stable(graph: Graph, ctx: PassContext, passes: Sequence[Pass]) -> None:

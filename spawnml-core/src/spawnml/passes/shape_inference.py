@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ..errors import InvalidGraphError, SpawnMLError
@@ -11,18 +13,21 @@ from ..ops.registry import OperatorRegistry
 from ..ops.schema import InferenceContext, TensorType
 
 
-def infer_shapes(graph: Graph, operators: OperatorRegistry | None = None) -> dict[str, TensorType]:
+def infer_shapes(
+    graph: Graph, operators: OperatorRegistry | None = None, outer: Mapping[str, TensorType] | None = None
+) -> dict[str, TensorType]:
     """The type of every value of ``graph`` that can be inferred, by name.
 
-    Graph inputs and initializers seed the inference; values whose operator has no
-    schema or no inference function stay as the graph declares them. Inference errors
-    name the node.
+    Graph inputs and initializers seed the inference, and for a subgraph body ``outer``, the
+    types of the enclosing scopes' values it reads; values whose operator has no schema or
+    no inference function stay as the graph declares them. Inference errors name the node.
     """
     if operators is None:
         from ..plugins import operators as loaded
 
         operators = loaded()
-    types: dict[str, TensorType] = {}
+    outer = outer or {}
+    types = {name: outer[name] for name in graph.free_names() if name in outer}
     constants: dict[str, np.ndarray] = dict(graph.initializers)
     for name, array in graph.initializers.items():
         types[name] = TensorType(array.dtype, tuple(array.shape))

@@ -8,6 +8,8 @@ were made of (see :mod:`spawnml.ops.defs.fused` for the chain encoding).
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from typing import Any
 
 from ..ir import Graph, Node
 from ..kernel.library.chain import decode
@@ -15,8 +17,9 @@ from ..ops.defs.fused import DOMAIN
 
 
 def expand_fused(graph: Graph) -> Graph:
-    """``graph`` (a shallow copy, when it changes) with every FusedElementwise node as its chain."""
-    if not any(node.domain == DOMAIN for node in graph.nodes):
+    """``graph`` (a shallow copy, when it changes) with every FusedElementwise node as its chain,
+    in subgraph bodies too."""
+    if not _holds_fused(graph):
         return graph
     expanded = copy.copy(graph)
     expanded.nodes = [part for node in graph.nodes for part in _expand(node)]
@@ -24,9 +27,15 @@ def expand_fused(graph: Graph) -> Graph:
     return expanded
 
 
+def _holds_fused(graph: Graph) -> bool:
+    return any(node.domain == DOMAIN or any(map(_holds_fused, node.subgraphs())) for node in graph.nodes)
+
+
 def _expand(node: Node) -> list[Node]:
     if node.domain != DOMAIN or node.op_type != "FusedElementwise":
-        return [node]
+        if not any(node.subgraphs()):
+            return [node]
+        return [replace(node, attrs={name: _expand_attr(value) for name, value in node.attrs.items()})]
     chain = decode(node.attrs["chain"], len(node.inputs))
     base = node.name or node.outputs[0]
     names = list(node.inputs)
@@ -45,3 +54,11 @@ def _expand(node: Node) -> list[Node]:
         )
         names.append(output)
     return nodes
+
+
+def _expand_attr(value: Any) -> Any:
+    if isinstance(value, Graph):
+        return expand_fused(value)
+    if isinstance(value, list):
+        return [_expand_attr(item) for item in value]
+    return value
