@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import spawnml
-from spawnml import plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.reference_models import OCR_ASSET, detector_feeds
 from spawnml_models.synthetic import token_batch
 
+from tests.backends import GPU_BACKENDS, backend_or_skip
 from tests.fuzz.seeds import onnx_seed
 from tests.model_files import require
 
@@ -34,13 +34,11 @@ DETECTOR = partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx")
 
 def available(name: str) -> list[str]:
     """``[name, "cpu"]`` (the CPU runs what ``name`` does not yet); skips where ``name`` has no device."""
-    status = plugins.backends()[name].availability()
-    if not status.available:
-        pytest.skip(f"{name}: {status.reason}")
+    backend_or_skip(name)
     return [name] if name == "cpu" else [name, "cpu"]
 
 
-@pytest.fixture(params=["cpu", "webgpu", "opencl"])
+@pytest.fixture(params=["cpu", *GPU_BACKENDS])
 def providers(request: pytest.FixtureRequest) -> list[str]:
     return available(request.param)
 

@@ -18,7 +18,6 @@ import onnxruntime
 import pytest
 import spawnml
 from onnx import TensorProto, helper
-from spawnml import plugins
 from spawnml.errors import DeviceError, DeviceLostError, DeviceMemoryError
 from spawnml.gpu import GPUBackend
 from spawnml.gpu.runtime import Fault
@@ -26,6 +25,7 @@ from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.synthetic import token_batch
 
+from tests.backends import GPU_BACKENDS, backend_or_skip
 from tests.fuzz.seeds import onnx_seed
 from tests.model_files import require
 
@@ -33,13 +33,9 @@ from tests.model_files import require
 HANG_SECONDS = 60
 
 
-@pytest.fixture(params=["webgpu", "opencl"])
+@pytest.fixture(params=GPU_BACKENDS)
 def gpu(request: pytest.FixtureRequest) -> GPUBackend:
-    backend = plugins.backends()[request.param]
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
-    return backend
+    return backend_or_skip(request.param)
 
 
 def expand_model() -> bytes:

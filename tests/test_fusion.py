@@ -22,26 +22,18 @@ from spawnml.errors import SpawnMLError
 from spawnml.session import SessionOptions
 from spawnml_models.reference_models import REFERENCE_MODELS
 
+from tests.backends import GPU_BACKENDS, backend_or_skip
 from tests.model_files import require
 
 FLOAT = TensorProto.FLOAT
 RNG = np.random.default_rng(11)
-TOLERANCE = {"cpu": (1e-5, 1e-6), "webgpu": (1e-4, 1e-5), "opencl": (1e-4, 1e-5)}
+TOLERANCE = {"cpu": (1e-5, 1e-6)} | dict.fromkeys(GPU_BACKENDS, (1e-4, 1e-5))
 
 
-def available(name: str) -> str:
-    backend = plugins.backends().get(name)
-    if backend is None:
-        pytest.skip(f"{name} is not installed")
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{name}: {status.reason}")
-    return name
-
-
-@pytest.fixture(params=["cpu", "webgpu", "opencl"])
+@pytest.fixture(params=["cpu", *GPU_BACKENDS])
 def provider(request) -> str:
-    return available(request.param)
+    backend_or_skip(request.param)
+    return request.param
 
 
 def model(nodes, inputs, outputs, initializers=(), opset: int = 17) -> bytes:
@@ -253,9 +245,9 @@ def count_launches(monkeypatch, backend_name: str) -> list[str]:
     return launched
 
 
-@pytest.mark.parametrize("gpu", ["webgpu", "opencl"])
+@pytest.mark.parametrize("gpu", GPU_BACKENDS)
 def test_fusion_cuts_gpu_launches(monkeypatch, gpu):
-    available(gpu)
+    backend_or_skip(gpu)
     data, feeds = swish_graph(), swish_feeds()
     plain, fused = session(data, gpu, "extended"), session(data, gpu)
     launched = count_launches(monkeypatch, gpu)
@@ -266,10 +258,10 @@ def test_fusion_cuts_gpu_launches(monkeypatch, gpu):
 
 
 @pytest.mark.real_model
-@pytest.mark.parametrize("gpu", ["webgpu", "opencl"])
+@pytest.mark.parametrize("gpu", GPU_BACKENDS)
 def test_pp_ocr_recogniser_fused_on_the_gpu_matches_onnxruntime(monkeypatch, gpu):
     """PP-OCRv4 rec's exported HardSwish and swish chains, fused: one launch less per node removed."""
-    available(gpu)
+    backend_or_skip(gpu)
     reference_model = next(m for m in REFERENCE_MODELS if m.name == "pp-ocrv4-rec")
     path = require(reference_model.path)
     feeds = {"x": RNG.random((1, 3, 48, 160), dtype=np.float32)}

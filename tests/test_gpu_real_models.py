@@ -17,15 +17,14 @@ import numpy as np
 import onnxruntime
 import pytest
 import spawnml
-from spawnml import plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.reference_models import DETECTOR_MEAN, DETECTOR_STD, OCR_ASSET, nchw
 from spawnml_models.synthetic import text_image
 
+from tests.backends import GPU_BACKENDS, backend_or_skip
 from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
-GPU_BACKENDS = ["webgpu", "opencl"]
 
 
 def detector_pages() -> list[dict[str, np.ndarray]]:
@@ -58,9 +57,7 @@ MODELS: dict[str, tuple[str, Callable[[], list[dict[str, np.ndarray]]], float]] 
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("provider", GPU_BACKENDS)
 def test_pp_ocrv4_whole_on_the_gpu_matches_onnxruntime(provider, name):
-    backend = plugins.backends().get(provider)
-    if backend is None or not (status := backend.availability()).available:
-        pytest.skip(f"{provider}: {'not installed' if backend is None else status.reason}")
+    backend_or_skip(provider)
     filename, feeds, atol = MODELS[name]
     path = require(lambda: asset_file(OCR_ASSET, filename))
     session = spawnml.InferenceSession(path, providers=[provider])

@@ -8,17 +8,13 @@ import gc
 import numpy as np
 import pytest
 import spawnml
-from spawnml import plugins
+
+from tests.backends import GPU_BACKENDS, backend_or_skip
 
 
-@pytest.fixture(params=["webgpu", "opencl"], scope="module")
+@pytest.fixture(params=GPU_BACKENDS, scope="module")
 def device(request) -> str:
-    backend = plugins.backends().get(request.param)
-    if backend is None:
-        pytest.skip(f"{request.param} is not installed")
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
+    backend_or_skip(request.param)
     return request.param
 
 

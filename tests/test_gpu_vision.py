@@ -17,20 +17,15 @@ import onnxruntime
 import pytest
 import spawnml
 from onnx import TensorProto, helper, numpy_helper
-from spawnml import plugins
+
+from tests.backends import GPU_BACKENDS, backend_or_skip
 
 rng = np.random.default_rng(31)
-GPU_BACKENDS = ["webgpu", "opencl"]
 
 
 @pytest.fixture(params=GPU_BACKENDS, scope="module")
 def provider(request) -> str:
-    backend = plugins.backends().get(request.param)
-    if backend is None:
-        pytest.skip(f"{request.param} is not installed")
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
+    backend_or_skip(request.param)
     return request.param
 
 

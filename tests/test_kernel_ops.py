@@ -14,22 +14,17 @@ import math
 
 import numpy as np
 import pytest
-from spawnml import plugins
 from spawnml.backend import KernelContext
 from spawnml.ir import Node
+
+from tests.backends import GPU_BACKENDS, backend_or_skip
 
 RNG = np.random.default_rng(5)
 
 
-@pytest.fixture(scope="module", params=["webgpu", "opencl"])
+@pytest.fixture(scope="module", params=GPU_BACKENDS)
 def gpu(request):
-    backend = plugins.backends().get(request.param)
-    if backend is None:
-        pytest.skip(f"{request.param} is not installed")
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
-    return backend
+    return backend_or_skip(request.param)
 
 
 def run(gpu, op, *inputs, opset=18, outputs=1, **attrs):

@@ -7,8 +7,10 @@ from importlib.util import find_spec
 
 import numpy as np
 import pytest
+import spawnml
 from spawnml import plugins
-from spawnml.errors import BackendUnavailableError
+from spawnml.errors import BackendUnavailableError, DeviceMemoryError
+from spawnml.ir import Graph, Node, Value
 from spawnml.kernel.ir import f32
 from spawnml.kernel.library import matmul
 from spawnml_cuda import CUDABackend
@@ -34,3 +36,89 @@ def test_renderer_records_the_block_shape():
     source = CUDABackend.renderer.render(k)
     assert CUDABackend.renderer.blocks[source] == (8, 8, 1)
     assert "__launch_bounds__(64)" in source
+
+
+@pytest.fixture(scope="module")
+def cuda() -> CUDABackend:
+    backend = plugins.backends()["cuda"]
+    status = backend.availability()
+    if not status.available:
+        pytest.skip(f"cuda: {status.reason}")
+    return backend
+
+
+def session_of(op: str, *inputs: tuple[str, tuple[int, ...]]) -> spawnml.InferenceSession:
+    """``y = op(*inputs)`` over float32 inputs of the given names and shapes, on cuda."""
+    graph = Graph(
+        nodes=[Node(op, [name for name, _ in inputs], ["y"])],
+        inputs=[Value(name, np.dtype(np.float32), shape) for name, shape in inputs],
+        outputs=[Value("y", np.dtype(np.float32), None)],
+        opset_imports={"": 17},
+    )
+    return spawnml.InferenceSession(graph, providers=["cuda"])
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "library"),
+    [
+        ((8, 16), (16, 24), False),  # small: the tiled kernel
+        ((192, 256), (256, 160), True),
+        ((3, 130, 70), (70, 90), True),  # the weight repeated across the batch
+        ((2, 1, 64, 96), (1, 4, 96, 80), True),  # both operands broadcast
+    ],
+)
+def test_large_products_go_to_cublas_and_match_numpy(cuda, monkeypatch, a_shape, b_shape, library):
+    calls = []
+    original = type(cuda.runtime).library_matmul
+
+    def spy(self, *args, **kwargs):
+        calls.append(used := original(self, *args, **kwargs))
+        return used
+
+    monkeypatch.setattr(type(cuda.runtime), "library_matmul", spy)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(a_shape, np.float32), rng.standard_normal(b_shape, np.float32)
+    (got,) = session_of("MatMul", ("a", a_shape), ("b", b_shape)).run(None, {"a": a, "b": b})
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert calls == [library]
+
+
+def test_dlpack_shares_memory_with_torch_both_ways(cuda):
+    torch = pytest.importorskip("torch")
+    source = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    tensor = spawnml.Tensor.from_dlpack(source, device="cuda")
+    assert tensor._buffer.handle.ptr == source.data_ptr()  # adopted, not copied
+    (doubled,) = session_of("Add", ("x", (3, 4)), ("z", (3, 4))).run_with_tensors(
+        None, {"x": tensor, "z": tensor}
+    )
+    back = torch.from_dlpack(doubled)
+    assert back.data_ptr() == doubled._buffer.handle.ptr
+    torch.testing.assert_close(back, source * 2, rtol=0, atol=0)
+
+
+def test_dlpack_with_cupy_converts_integers_on_the_device(cuda):
+    import cupy
+
+    ints = cupy.arange(-3, 3, dtype=cupy.int64)
+    tensor = spawnml.Tensor.from_dlpack(ints, device="cuda")
+    assert tensor.dtype == np.int64
+    np.testing.assert_array_equal(np.asarray(tensor), np.arange(-3, 3))
+    floats = cupy.linspace(0, 1, 7, dtype=cupy.float32)
+    shared = spawnml.Tensor.from_dlpack(floats, device="cuda")
+    out = cupy.from_dlpack(shared)
+    assert out.data.ptr == floats.data.ptr
+    cupy.testing.assert_array_equal(out, floats)
+
+
+def test_host_arrays_are_uploaded(cuda):
+    tensor = spawnml.Tensor.from_dlpack(np.ones((2, 2), np.float32), device="cuda")
+    assert tensor.device == "cuda"
+    np.testing.assert_array_equal(np.asarray(tensor), np.ones((2, 2)))
+
+
+def test_out_of_memory_is_a_device_memory_error(cuda):
+    runtime = cuda.runtime
+    with pytest.raises(DeviceMemoryError, match="could not be allocated"):
+        runtime.alloc(runtime.max_buffer_bytes - 4096)  # the whole card: cupy's pool cannot
+    handle, size = runtime.alloc(1024)  # and the device is still usable
+    runtime.free(handle, size)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from spawnml import plugins
+from tests.backends import GPU_BACKENDS, backend_or_skip
 
-DEVICES = ("cpu", "webgpu", "opencl", "cuda")
+DEVICES = ("cpu", *GPU_BACKENDS)
 
 
 def device_or_skip(name: str) -> str:
     """``name``, or a skip that gives the backend's own reason for having no device here."""
-    status = plugins.backends()[name].availability()
-    if not status.available:
-        pytest.skip(f"{name}: {status.reason}")
+    backend_or_skip(name)
     return name

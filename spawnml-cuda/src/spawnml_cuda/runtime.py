@@ -1,4 +1,4 @@
-"""The CUDA runtime over cupy: NVRTC-compiled modules, cupy's memory pool, one stream."""
+"""The CUDA runtime over cupy: NVRTC-compiled modules, cupy's memory pool, cuBLAS, one stream."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ from typing import Any
 
 import cupy
 import numpy as np
+from spawnml.errors import DeviceMemoryError
 from spawnml.gpu import Runtime
 
 #: Blocks per grid dimension: CUDA's y and z limit, and keeps every thread index within u32.
 MAX_GROUPS = 65535
+
+#: Multiply-adds (``m * n * k``) from which a product goes to cuBLAS: below, the kernel library's
+#: tiled matmul is one launch as well and cuBLAS's heuristics buy nothing.
+CUBLAS_MIN_WORK = 64**3
 
 
 class CUDARuntime(Runtime):
@@ -39,7 +44,10 @@ class CUDARuntime(Runtime):
         return int(self.device.mem_info[1])
 
     def _alloc(self, size: int) -> Any:
-        return cupy.cuda.alloc(size)  # from cupy's default memory pool
+        try:
+            return cupy.cuda.alloc(size)  # from cupy's default memory pool
+        except cupy.cuda.memory.OutOfMemoryError as error:
+            raise DeviceMemoryError(f"out of memory: {error}") from error
 
     def copy_in(self, handle: Any, data: np.ndarray) -> None:
         # From pageable memory the call returns once ``data`` is staged, so it may be freed after.
@@ -64,3 +72,19 @@ class CUDARuntime(Runtime):
     ) -> None:
         function, block = program
         function(grid, block, (*buffers, *scalars), stream=self.stream)
+
+    def library_matmul(
+        self, a: Any, b: Any, out: Any, count: int, m: int, n: int, k: int, a_step: int, b_step: int
+    ) -> bool:
+        if m * n * k < CUBLAS_MIN_WORK:
+            return False
+        left = float32_view(a, (count if a_step else 1, m, k))
+        right = float32_view(b, (count if b_step else 1, k, n))
+        with self.stream:  # cupy.matmul calls cuBLAS (strided batched GEMM) on the current stream
+            cupy.matmul(left, right, out=float32_view(out, (count, m, n)))
+        return True
+
+
+def float32_view(handle: Any, shape: tuple[int, ...]) -> cupy.ndarray:
+    """A cupy array over the first elements of a device buffer (no copy)."""
+    return cupy.ndarray(shape, cupy.float32, memptr=handle)

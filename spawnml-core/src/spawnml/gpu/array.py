@@ -47,6 +47,16 @@ class Storage:
         self.handle, self.size = runtime.alloc(nbytes)
         weakref.finalize(self, _give_back, runtime, self.handle, self.size, self._reuse).atexit = False
 
+    @classmethod
+    def adopt(cls, runtime: Runtime, handle: Any, nbytes: int) -> Storage:
+        """Device memory allocated elsewhere (a DLPack import), counted as live while held and never
+        pooled: dropping the last view drops only this reference to ``handle``."""
+        storage = cls.__new__(cls)
+        storage.runtime, storage._reuse = runtime, [False]
+        storage.handle, storage.size = handle, runtime.adopt(nbytes)
+        weakref.finalize(storage, _give_back, runtime, handle, storage.size, storage._reuse).atexit = False
+        return storage
+
     @property
     def reuse(self) -> bool:
         return self._reuse[0]

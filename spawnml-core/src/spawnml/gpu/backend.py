@@ -186,6 +186,26 @@ class GPUBackend(Backend):
         runtime.launch(entry[1], [b.handle for b in buffers], size, values)
         self._count(launches=1)
 
+    def library_matmul(
+        self,
+        a: DeviceArray,
+        b: DeviceArray,
+        out: DeviceArray,
+        count: int,
+        m: int,
+        n: int,
+        k: int,
+        **steps: int,
+    ) -> bool:
+        """Queue the batched product through the runtime's vendor library if it has one for this size
+        (see :meth:`Runtime.library_matmul`); ``False`` if not."""
+        runtime = self.runtime
+        runtime.check_alive()
+        if not runtime.library_matmul(a.handle, b.handle, out.handle, count, m, n, k, **steps):
+            return False
+        self._count(launches=1)
+        return True
+
     def launch_flat(
         self, k: Kernel, buffers: Sequence[DeviceArray], threads: int, **scalars: float | int
     ) -> None:

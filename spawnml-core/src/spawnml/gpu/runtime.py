@@ -111,6 +111,14 @@ class Runtime(ABC):
             self._live += size
         return handle, size
 
+    def adopt(self, nbytes: int) -> int:
+        """Count a buffer allocated elsewhere as live (see :meth:`Storage.adopt`); its size."""
+        with self.lock:
+            self.check_alive()
+            self._live += nbytes
+            self._buffers += 1
+        return nbytes
+
     def _pooled_size(self, size: int) -> int:
         """The smallest size class from ``size`` up with a pooled buffer, within reach; 0 if none."""
         for _ in range(REACH + 1):
@@ -220,6 +228,14 @@ class Runtime(ABC):
     ) -> None:
         """Queue ``program`` over ``grid`` workgroups with ``buffers`` and ``scalars`` in parameter order;
         safe to call from several threads at once."""
+
+    def library_matmul(
+        self, a: Any, b: Any, out: Any, count: int, m: int, n: int, k: int, a_step: int, b_step: int
+    ) -> bool:
+        """Queue ``count`` float32 products ``out[i] = a[i] @ b[i]`` (row-major ``m x k`` by ``k x n``;
+        a step of 0 repeats that operand) through a vendor library, and say so; ``False`` when this
+        runtime has none worth calling at this size, and the kernel library's matmul runs instead."""
+        return False
 
 
 def size_class(nbytes: int) -> int:
