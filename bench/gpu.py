@@ -1,12 +1,16 @@
-"""A GPU backend vs the SpawnML CPU backend vs onnxruntime on MiniLM and PP-OCRv4 det.
+"""A GPU backend vs the SpawnML CPU backend vs onnxruntime (and PyTorch) on MiniLM and PP-OCRv4 det.
 
-All three run in this process, one timed run each per round after a warm-up, and the median
-is reported with ratios against onnxruntime. For the GPU backend the table adds kernel launches
-and bytes copied to and from the device per inference (read from ``GPUBackend.traffic()``); a
-run ends when its outputs are on the host. The adapter is named, and a software adapter (Mesa's
-lavapipe, PoCL) is called out: on one, the "GPU" column measures this machine's CPU.
+All runtimes run in this process, one timed run each per round after a warm-up, and the median
+is reported with ratios against the reference: PyTorch on the same GPU where torch sees one
+(``--backend cuda``), else onnxruntime (with its CUDA provider where onnxruntime-gpu has it). For
+the GPU backend the table adds kernel launches and bytes copied to and from the device per
+inference (read from ``GPUBackend.traffic()``); a run ends when its outputs are on the host. The
+adapter is named, and a software adapter (Mesa's lavapipe, PoCL) is called out: on one, the "GPU"
+column measures this machine's CPU.
 
-onnxruntime runs its CUDA provider where ``--backend cuda`` is asked and onnxruntime-gpu has it.
+PyTorch runs PP-OCRv4 det node by node with its own operators (``torch_graph.py``) and MiniLM as
+transformers' ``BertModel`` with random float32 weights, which SpawnML then runs through its
+SafeTensors BERT port; the int8 MiniLM has no PyTorch counterpart.
 
 Usage: python bench/gpu.py [--backend webgpu|opencl|cuda] [--runs N] [--det-size PIXELS]
 """
@@ -18,15 +22,28 @@ import datetime
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+Feeds = dict[str, np.ndarray]
 
-def model_cases(det_size: int) -> dict[str, tuple[str, dict[str, np.ndarray]]]:
-    """``label -> (ONNX path, feeds)`` for MiniLM (batch 1 x 128) and PP-OCRv4 det."""
+
+@dataclass
+class Case:
+    """One model to time: its ONNX file, the feeds, and PyTorch's way to run it, if any."""
+
+    path: str
+    feeds: Feeds
+    torch_run: Callable[[], Any] | None = None
+
+
+def model_cases(det_size: int, torch_device: str | None, workdir: str) -> dict[str, Case]:
+    """``label -> Case`` for MiniLM (int8, and float32 where PyTorch runs) and PP-OCRv4 det."""
     from spawnml_models.assets import asset_file
     from spawnml_models.embeddings import MODEL_ASSET
     from spawnml_models.reference_models import DETECTOR_MEAN, DETECTOR_STD, OCR_ASSET, nchw
@@ -34,19 +51,54 @@ def model_cases(det_size: int) -> dict[str, tuple[str, dict[str, np.ndarray]]]:
 
     rng = np.random.default_rng(7)
     page = text_image(rng, det_size, det_size, lines=3)[None]
-    return {
-        "MiniLM-L6 int8, 1 x 128": (
-            os.fspath(asset_file(MODEL_ASSET, "model.onnx")),
-            token_batch(rng, [128]),
+    detector = os.fspath(asset_file(OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"))
+    detector_feeds = {"x": nchw((page - DETECTOR_MEAN) / DETECTOR_STD)}
+    detector_torch = None
+    if torch_device is not None:
+        from torch_graph import torch_runner
+
+        run_graph = torch_runner(detector, torch_device)
+        detector_torch = lambda: run_graph(detector_feeds)  # noqa: E731
+    cases = {
+        "MiniLM-L6 int8, 1 x 128": Case(
+            os.fspath(asset_file(MODEL_ASSET, "model.onnx")), token_batch(rng, [128])
         ),
-        f"PP-OCRv4 det, 1x3x{det_size}x{det_size}": (
-            os.fspath(asset_file(OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx")),
-            {"x": nchw((page - DETECTOR_MEAN) / DETECTOR_STD)},
-        ),
+        f"PP-OCRv4 det, 1x3x{det_size}x{det_size}": Case(detector, detector_feeds, detector_torch),
     }
+    if torch_device is not None:
+        for batch in (1, 8):
+            feeds = token_batch(rng, [128] * batch)
+            cases[f"MiniLM-L6 fp32, {batch} x 128"] = bert_case(feeds, torch_device, workdir)
+    return cases
 
 
-def runners(path: str, feeds: dict[str, np.ndarray], backend: str) -> dict[str, Callable[[], Any]]:
+def bert_case(feeds: Feeds, device: str, workdir: str) -> Case:
+    """MiniLM-L6's architecture with random weights: saved as SpawnML's BERT port builds it, and
+    run by transformers on ``device``."""
+    import spawnml
+    import torch
+    import transformers
+    from spawnml_models.bert import BertConfig, bert_graph
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536
+    )
+    model = transformers.BertModel(config, add_pooling_layer=False).eval().to(device)
+    weights = {name: value.detach().cpu().numpy() for name, value in model.state_dict().items()}
+    graph = bert_graph(BertConfig(384, 12, 6, config.layer_norm_eps), weights)
+    path = os.path.join(workdir, f"bert-{len(feeds['input_ids'])}.onnx")
+    spawnml.formats.save_onnx(graph, path)
+    inputs = {name: torch.from_numpy(array).to(device) for name, array in feeds.items()}
+
+    def run() -> np.ndarray:
+        with torch.inference_mode():
+            return model(**inputs).last_hidden_state.cpu().numpy()
+
+    return Case(path, feeds, run)
+
+
+def runners(case: Case, backend: str) -> dict[str, Callable[[], Any]]:
     """One callable per runtime, each running the model once and returning host arrays."""
     import onnxruntime
     import spawnml
@@ -55,11 +107,14 @@ def runners(path: str, feeds: dict[str, np.ndarray], backend: str) -> dict[str, 
     if backend == "cuda" and "CUDAExecutionProvider" in onnxruntime.get_available_providers():
         ort_providers.insert(0, "CUDAExecutionProvider")
     sessions = {
-        backend: spawnml.InferenceSession(path, providers=[backend]),
-        "cpu": spawnml.InferenceSession(path, providers=["cpu"]),
-        "onnxruntime": onnxruntime.InferenceSession(path, providers=ort_providers),
+        backend: spawnml.InferenceSession(case.path, providers=[backend]),
+        "cpu": spawnml.InferenceSession(case.path, providers=["cpu"]),
+        "onnxruntime": onnxruntime.InferenceSession(case.path, providers=ort_providers),
     }
-    return {name: (lambda s=session: s.run(None, feeds)) for name, session in sessions.items()}
+    calls = {name: (lambda s=session: s.run(None, case.feeds)) for name, session in sessions.items()}
+    if case.torch_run is not None:
+        calls["torch"] = case.torch_run
+    return calls
 
 
 def measure(run: Callable[[], Any], traffic: Callable[[], Any] | None) -> tuple[float, tuple[int, int, int]]:
@@ -79,28 +134,29 @@ def _counts(traffic: Callable[[], Any] | None) -> tuple[int, int, int]:
     return t.launches, t.bytes_to_device, t.bytes_from_device
 
 
-def bench(label: str, path: str, feeds: dict[str, np.ndarray], backend: str, runs: int) -> list[str]:
-    """The table rows of one model."""
+def bench(label: str, case: Case, backend: str, runs: int) -> str:
+    """The table row of one model."""
     import spawnml.plugins
 
     gpu = spawnml.plugins.backends()[backend]
-    calls = runners(path, feeds, backend)
+    calls = runners(case, backend)
+    outputs = {name: run() for name, run in calls.items()}  # warm-up: compiles kernels, fills pools
     times: dict[str, list[float]] = {name: [] for name in calls}
-    for run in calls.values():  # warm-up: compiles kernels, fills pools
-        run()
     counts = (0, 0, 0)
     for _ in range(runs):
         for name, run in calls.items():
             elapsed, moved = measure(run, gpu.traffic if name == backend else None)
             times[name].append(elapsed)
             counts = moved if name == backend else counts
-    medians = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    ort = medians["onnxruntime"]
-    return [
-        f"| {label} | {medians[backend]:.1f} | {medians['cpu']:.1f} | {ort:.1f} | "
-        f"{medians[backend] / ort:.2f} | {medians['cpu'] / ort:.2f} | {counts[0]} | "
-        f"{counts[1] / 1024:.1f} | {counts[2] / 1024:.1f} |"
-    ]
+    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    reference = "torch" if "torch" in ms else "onnxruntime"
+    got, want = np.asarray(outputs[backend][0]), np.asarray(outputs["onnxruntime"][0])
+    torch_ms = f"{ms['torch']:.2f}" if "torch" in ms else "–"
+    return (
+        f"| {label} | {ms[backend]:.2f} | {ms['cpu']:.2f} | {ms['onnxruntime']:.2f} | {torch_ms} | "
+        f"{ms[backend] / ms[reference]:.2f} ({reference}) | {counts[0]} | "
+        f"{counts[1] / 1024:.1f} | {counts[2] / 1024:.1f} | {np.abs(got - want).max():.1e} |"
+    )
 
 
 def main() -> None:
@@ -119,22 +175,38 @@ def main() -> None:
         reason = backend.availability().reason if backend else "not installed"
         raise SystemExit(f"backend {args.backend!r} is unavailable: {reason}")
     adapter = backend.device_name()
+    torch_device = gpu_torch_device(args.backend)
     print(f"date: {datetime.datetime.now().isoformat(timespec='seconds')}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores")
-    print(f"versions: spawnml {spawnml.__version__}, onnxruntime {onnxruntime.__version__}")
-    print(f"{args.backend} adapter: {adapter}")
+    print(f"versions: spawnml {spawnml.__version__}, onnxruntime {onnxruntime.__version__}", end="")
+    if torch_device:
+        import torch
+
+        print(f", torch {torch.__version__} on {torch.cuda.get_device_name()}", end="")
+    print(f"\n{args.backend} adapter: {adapter}")
     if any(word in adapter.lower() for word in ("cpu", "llvmpipe", "lavapipe", "pocl", "software")):
         print(f"note: {adapter} is a software device; the {args.backend} column measures this CPU")
     print(f"latency: median of {args.runs} interleaved runs after one warm-up, outputs read back to the host")
     print()
     print(
-        f"| model | {args.backend} ms | SpawnML CPU ms | onnxruntime ms | {args.backend}/ort | cpu/ort "
-        f"| launches per run | KiB to device | KiB from device |"
+        f"| model | {args.backend} ms | SpawnML CPU ms | onnxruntime ms | torch ms | {args.backend}/reference"
+        " | launches per run | KiB to device | KiB from device | max abs diff vs ort |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, (path, feeds) in model_cases(args.det_size).items():
-        for row in bench(label, path, feeds, args.backend, args.runs):
-            print(row, flush=True)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as workdir:
+        for label, case in model_cases(args.det_size, torch_device, workdir).items():
+            print(bench(label, case, args.backend, args.runs), flush=True)
+
+
+def gpu_torch_device(backend: str) -> str | None:
+    """``"cuda"`` when measuring the CUDA backend and PyTorch sees the same kind of GPU, else None."""
+    if backend != "cuda":
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return "cuda" if torch.cuda.is_available() else None
 
 
 if __name__ == "__main__":
