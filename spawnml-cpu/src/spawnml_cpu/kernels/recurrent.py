@@ -101,12 +101,13 @@ def _checker(defaults: tuple[str, ...]) -> CheckFn:
 class Direction:
     """The weights and functions of one direction, in the compute type.
 
-    ``recurrence`` is ``(gates * hidden, hidden)``; ``peepholes`` is LSTM's ``(3 * hidden,)``.
+    ``recurrence`` is ``(gates * hidden, hidden)``; ``peepholes`` is LSTM's ``(3 * hidden,)``,
+    None where the node has none.
     """
 
     recurrence: Array
     recurrence_bias: Array
-    peepholes: Array
+    peepholes: Array | None
     activations: list[Activation]
     clip: Callable[[Array], Array]
 
@@ -148,11 +149,15 @@ def _lstm_step(
     h, c = states
     f, g, out = d.activations
     gate_in, gate_out, gate_forget, gate_cell = _gates(projected + h @ d.recurrence.T + d.recurrence_bias, 4)
-    peep_in, peep_out, peep_forget = d.peepholes.reshape(3, -1)
-    input_gate = f(d.clip(gate_in + peep_in * c))
-    forget = 1 - input_gate if input_forget else f(d.clip(gate_forget + peep_forget * c))
+    if d.peepholes is not None:
+        peep_in, peep_out, peep_forget = d.peepholes.reshape(3, -1)
+        gate_in, gate_forget = gate_in + peep_in * c, gate_forget + peep_forget * c
+    input_gate = f(d.clip(gate_in))
+    forget = 1 - input_gate if input_forget else f(d.clip(gate_forget))
     cell = forget * c + input_gate * g(d.clip(gate_cell))
-    return f(d.clip(gate_out + peep_out * cell)) * out(cell), cell
+    if d.peepholes is not None:
+        gate_out = gate_out + peep_out * cell
+    return f(d.clip(gate_out)) * out(cell), cell
 
 
 def _clipper(clip: float | None) -> Callable[[Array], Array]:
@@ -172,6 +177,11 @@ def _scan(
     a row's length) and the final states (zero for empty rows)."""
     steps = projected.shape[0]
     outputs = np.zeros((steps, *states[0].shape), states[0].dtype)
+    if steps and (lengths == steps).all():  # no row ends early: nothing to mask
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            states = step(projected[t], states)
+            outputs[t] = states[0]
+        return outputs, states
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
         active = (t < lengths)[:, None]
         states = tuple(
@@ -192,12 +202,12 @@ def _direction(
     work: np.dtype,
 ) -> Direction:
     """The recurrence weights, biases, peepholes and activations of direction ``index``."""
-    rows, hidden = r.shape[1:]
+    rows = r.shape[1]
     per_direction = len(activations) // r.shape[0]
     return Direction(
-        r[index].astype(work),
-        np.zeros(rows, work) if b is None else b[index, rows:].astype(work),
-        np.zeros(3 * hidden, work) if peepholes is None else peepholes[index].astype(work),
+        r[index].astype(work, copy=False),
+        np.zeros(rows, work) if b is None else b[index, rows:].astype(work, copy=False),
+        None if peepholes is None else peepholes[index].astype(work, copy=False),
         activations[index * per_direction : (index + 1) * per_direction],
         _clipper(clip),
     )
@@ -205,9 +215,9 @@ def _direction(
 
 def _projection(x: Array, w: Array, b: Array | None, index: int, work: np.dtype) -> Array:
     """``X @ W^T + Wb`` of direction ``index`` for every step at once, ``(T, B, gates * hidden)``."""
-    projected = matmul(x.astype(work), w[index].astype(work).T)
+    projected = matmul(x.astype(work, copy=False), w[index].astype(work, copy=False).T)
     if b is not None:
-        projected += b[index, : w.shape[1]].astype(work)
+        projected += b[index, : w.shape[1]].astype(work, copy=False)
     return projected
 
 
@@ -237,7 +247,8 @@ def _recurrent(
     for index in range(w.shape[0]):
         direction = _direction(index, r, b, peepholes, activations, attrs.get("clip"), work)
         states = tuple(
-            np.zeros((batch, r.shape[-1]), work) if s is None else s[index].astype(work) for s in initial
+            np.zeros((batch, r.shape[-1]), work) if s is None else s[index].astype(work, copy=False)
+            for s in initial
         )
         reverse = index == 1 or as_text(attrs["direction"]) == "reverse"
         y, final = _scan(
@@ -249,7 +260,7 @@ def _recurrent(
     states = [np.stack(state) for state in zip(*finals, strict=True)]
     if batchwise:
         y, states = y.transpose(2, 0, 1, 3), [state.swapaxes(0, 1) for state in states]
-    return tuple(array.astype(dtype) for array in (y, *states))
+    return tuple(array.astype(dtype, copy=False) for array in (y, *states))
 
 
 _RNN_DEFAULTS = ("Tanh",)
