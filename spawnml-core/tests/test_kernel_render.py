@@ -47,6 +47,7 @@ from spawnml.kernel import (
 )
 from spawnml.kernel.library import (
     add,
+    attention,
     batched_matmul,
     conv,
     matmul,
@@ -120,6 +121,7 @@ KERNELS = {
     "layernorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=True),
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
     "sum_rows": rows.sum_rows.specialize(T=f32),
+    "attention_softmax": attention.attention_softmax.specialize(T=f32),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),
     "map1": maps.map1.specialize(T=f32, R=f32),

@@ -221,7 +221,11 @@ def slice_(
 
 @GPU_KERNELS.register("Concat", since=4)
 def concat(ctx: KernelContext, *xs: Array) -> Array:
-    axis = _axis(int(ctx.attrs["axis"]), len(xs[0].shape))
+    return concatenate(ctx, xs, _axis(int(ctx.attrs["axis"]), len(xs[0].shape)))
+
+
+def concatenate(ctx: KernelContext, xs: Sequence[Array], axis: int) -> Array:
+    """``xs`` joined along ``axis`` (in range)."""
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
     out = ctx.backend.empty(shape, xs[0].dtype)

@@ -1,0 +1,155 @@
+"""ONNX Attention on the GPU, composed from the shared kernels: heads split by a transpose, the
+key/value cache joined by a copy, ``Q K^T`` and ``P V`` as batched matrix products (grouped query
+heads read their key head in place, as one taller matrix), the soft cap as a generated
+elementwise chain, and the mask, causal and window limits with the softmax in one row kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import KernelContext
+from ..errors import InvalidArgumentError
+from ..ir import Node
+from ..kernel.ir import f32
+from ..kernel.library.attention import attention_softmax
+from ..kernel.library.chain import step
+from .array import DeviceArray
+from .fused import run_chain
+from .table import FLOAT32, GPU_KERNELS, _broadcast_strides, concatenate, matmul, permuted, where
+
+#: The ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
+QK_MODES = (0, 1, 2, 3)
+
+
+def _check(node: Node, opset: int) -> str | None:
+    attrs, given = node.attrs, [bool(name) for name in node.inputs] + [False] * 7
+    if attrs.get("qk_matmul_output_mode", 0) not in QK_MODES:
+        return f"qk_matmul_output_mode={attrs['qk_matmul_output_mode']} is not one of {list(QK_MODES)}"
+    if attrs.get("softmax_precision", 1) != 1:
+        return f"softmax_precision={attrs['softmax_precision']}: the GPU computes the softmax in float32 only"
+    if given[4] != given[5]:
+        return "past_key and past_value must be given together"
+    if given[6] and given[4]:
+        return "nonpad_kv_seqlen cannot be combined with past_key and past_value"
+    if min(attrs.get("left_window_size", -1), attrs.get("right_window_size", -1)) < -1:
+        return "window sizes must be -1 (unbounded) or at least 0"
+    return None
+
+
+@GPU_KERNELS.register("Attention", since=23, check=_check, dtypes=FLOAT32)
+def attention(
+    ctx: KernelContext,
+    q: DeviceArray,
+    k: DeviceArray,
+    v: DeviceArray,
+    mask: DeviceArray | None = None,
+    past_key: DeviceArray | None = None,
+    past_value: DeviceArray | None = None,
+    nonpad_kv_seqlen: DeviceArray | None = None,
+) -> tuple[DeviceArray, ...]:
+    """Y, the present key and value, and the scores ``qk_matmul_output_mode`` chooses."""
+    attrs = ctx.attrs
+    packed = len(q.shape) == 3
+    if packed:
+        q_heads, kv_heads = attrs.get("q_num_heads"), attrs.get("kv_num_heads")
+        if not q_heads or not kv_heads:
+            raise InvalidArgumentError(
+                "3-D Attention inputs need the q_num_heads and kv_num_heads attributes"
+            )
+        q, k, v = _split(ctx, q, q_heads), _split(ctx, k, kv_heads), _split(ctx, v, kv_heads)
+    past = 0 if past_key is None else past_key.shape[2]
+    if past_key is not None and past_value is not None:
+        k, v = concatenate(ctx, [past_key, k], 2), concatenate(ctx, [past_value, v], 2)
+    batch, heads, q_len, size = q.shape
+    kv_heads, kv_len = k.shape[1], k.shape[2]
+    if heads % kv_heads:
+        raise InvalidArgumentError(f"{heads} query heads do not group over {kv_heads} key/value heads")
+    group = heads // kv_heads
+    scale = attrs.get("scale")
+    factor = np.float32(1) / np.sqrt(np.float32(size)) if scale is None else np.float32(scale)
+    root = np.sqrt(factor)  # Q and K are each scaled by its square root, as the operator defines
+    keys = permuted(ctx, _scaled(ctx, k, root), [0, 1, 3, 2])
+    queries = _scaled(ctx, q, root).view((batch, kv_heads, group * q_len, size))
+    raw = matmul(ctx, queries, keys).view((batch, heads, q_len, kv_len))
+    cap = float(attrs.get("softcap", 0.0))
+    capped = _soft_cap(ctx, raw, cap) if cap > 0 else raw
+    biased, probs = _masked_softmax(ctx, capped, mask, nonpad_kv_seqlen, past)
+    y = matmul(ctx, probs.view((batch, kv_heads, group * q_len, kv_len)), v)
+    y = y.view((batch, heads, q_len, v.shape[3]))
+    if packed:
+        y = permuted(ctx, y, [0, 2, 1, 3]).view((batch, q_len, heads * v.shape[3]))
+    return y, k, v, (raw, capped, biased, probs)[int(attrs.get("qk_matmul_output_mode", 0))]
+
+
+def _split(ctx: KernelContext, x: DeviceArray, heads: int) -> DeviceArray:
+    """``(batch, sequence, heads * size)`` as ``(batch, heads, sequence, size)``."""
+    batch, sequence, hidden = x.shape
+    if hidden % heads:
+        raise InvalidArgumentError(f"a hidden size of {hidden} does not split into {heads} heads")
+    return permuted(ctx, x.view((batch, sequence, heads, hidden // heads)), [0, 2, 1, 3])
+
+
+def _scalar(ctx: KernelContext, value: float) -> DeviceArray:
+    return ctx.backend.from_numpy(np.array(value, np.float32))
+
+
+def _scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
+    return run_chain(ctx, (step("Mul", [0, 1], "float32"),), [x, _scalar(ctx, factor)], "attention_scale")
+
+
+def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArray:
+    """``cap * tanh(scores / cap)``."""
+    steps = (step("Div", [0, 1], "float32"), step("Tanh", [2], "float32"), step("Mul", [3, 1], "float32"))
+    return run_chain(ctx, steps, [scores, _scalar(ctx, cap)], "attention_soft_cap")
+
+
+def _masked_softmax(
+    ctx: KernelContext,
+    scores: DeviceArray,
+    mask: DeviceArray | None,
+    lengths: DeviceArray | None,
+    past: int,
+) -> tuple[DeviceArray, DeviceArray]:
+    """The scores with the mask and limits added, and their softmax (zeros where all are masked)."""
+    attrs = ctx.attrs
+    batch, heads, q_len, kv_len = scores.shape
+    if mask is None:
+        mask, strides, mask_len = ctx.backend.constant(np.zeros(1, np.float32), np.float32), [0] * 4, kv_len
+    else:
+        if mask.dtype == np.bool_:
+            mask = where(ctx, mask, _scalar(ctx, 0.0), _scalar(ctx, -np.inf))
+        mask_len = mask.shape[-1]
+        if mask_len > kv_len or len(mask.shape) > 4:
+            raise InvalidArgumentError(
+                f"an attention mask of shape {list(mask.shape)} does not fit "
+                f"scores of shape {list(scores.shape)}"
+            )
+        strides = _broadcast_strides(mask.shape, (batch, heads, q_len, mask_len))
+    padded = lengths is not None
+    if lengths is None:
+        lengths = ctx.backend.constant(np.zeros(1, np.int32), np.int32)
+    biased, probs = (
+        ctx.backend.empty(scores.shape, scores.dtype),
+        ctx.backend.empty(scores.shape, scores.dtype),
+    )
+    if scores.size:
+        ctx.backend.launch_flat(
+            attention_softmax.specialize(T=f32),
+            [scores, mask, lengths, biased, probs],
+            batch * heads * q_len,
+            heads=heads,
+            q_len=q_len,
+            kv_len=kv_len,
+            mask_len=mask_len,
+            mask_batch=strides[0],
+            mask_head=strides[1],
+            mask_query=strides[2],
+            mask_key=strides[3],
+            past=past,
+            padded=int(padded),
+            causal=int(attrs.get("is_causal", 0)),
+            left=int(attrs.get("left_window_size", -1)),
+            right=int(attrs.get("right_window_size", -1)),
+            masked=-np.inf,
+        )
+    return biased, probs
