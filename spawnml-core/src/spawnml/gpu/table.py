@@ -102,13 +102,30 @@ def binary(ctx: KernelContext, op: str, x: Array, y: Array) -> Array:
 
 def _register_elementwise() -> None:
     for op in ("Add", "Sub", "Mul", "Div", "Equal", "Greater", "Less", "And", "Or", "Xor"):
+        GPU_KERNELS.register(op, until=7)(
+            lambda ctx, x, y, _op=op: binary(ctx, _op, x, legacy_operand(ctx, x, y))
+        )
         GPU_KERNELS.register(op, since=7)(lambda ctx, x, y, _op=op: binary(ctx, _op, x, y))
     for op in ("GreaterOrEqual", "LessOrEqual"):
         GPU_KERNELS.register(op, since=12)(lambda ctx, x, y, _op=op: binary(ctx, _op, x, y))
-    for op in ("Max", "Min"):
-        GPU_KERNELS.register(op, since=8)(lambda ctx, *xs, _op=op: _variadic(ctx, _op, xs))
+    for op in ("Max", "Min"):  # before opset 8 the inputs have one shape, which broadcasting keeps
+        GPU_KERNELS.register(op)(lambda ctx, *xs, _op=op: _variadic(ctx, _op, xs))
     for op in ("Sqrt", "Erf", "Tanh", "Exp", "Log", "Abs", "Neg", "Relu", "Sigmoid", "Reciprocal", "Not"):
-        GPU_KERNELS.register(op, since=6)(lambda ctx, x, _op=op: unary(ctx, _op, x))
+        GPU_KERNELS.register(op)(lambda ctx, x, _op=op: unary(ctx, _op, x))
+
+
+def legacy_operand(ctx: KernelContext, a: Array, b: Array) -> Array:
+    """Before opset 7, ``broadcast=1`` lays B's dims onto A's from ``axis`` (default: trailing)."""
+    if not ctx.attrs.get("broadcast"):
+        return b
+    rank, axis = len(a.shape), ctx.attrs.get("axis")
+    start = rank - len(b.shape) if axis is None else int(axis) % max(rank, 1)
+    return b.view((*b.shape, *[1] * (rank - start - len(b.shape))))
+
+
+@GPU_KERNELS.register("Pow", until=7, dtypes=FLOAT32)
+def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
+    return pow_(ctx, x, legacy_operand(ctx, x, y))
 
 
 @GPU_KERNELS.register("Pow", since=7, dtypes=FLOAT32)

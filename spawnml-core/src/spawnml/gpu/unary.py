@@ -71,13 +71,22 @@ def _register() -> None:
     GPU_KERNELS.register("PRelu", since=7, dtypes=FLOAT32)(
         lambda ctx, x, s: elementwise(ctx, "PRelu", [x, s])
     )
-    GPU_KERNELS.register("Mean", since=8, dtypes=FLOAT32)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
-    GPU_KERNELS.register("Sum", since=8)(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
+    # Before opset 8 the inputs of Mean and Sum have one shape, which broadcasting keeps.
+    GPU_KERNELS.register("Mean", dtypes=FLOAT32)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
+    GPU_KERNELS.register("Sum")(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
     GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
     GPU_KERNELS.register("Mod", since=10, dtypes=INTEGERS)(lambda ctx, x, y: elementwise(ctx, "Mod", [x, y]))
     GPU_KERNELS.register("BitShift", since=11, dtypes=SHIFTABLE)(
         lambda ctx, x, y: elementwise(ctx, "BitShift", [x, y])
     )
+
+
+@GPU_KERNELS.register("PRelu", until=7, dtypes=FLOAT32)
+def prelu_legacy(ctx: KernelContext, x: DeviceArray, slope: DeviceArray) -> DeviceArray:
+    """Before opset 7 a 1-D slope as long as the channel axis is per channel, not broadcast."""
+    if len(slope.shape) == 1 and len(x.shape) > 2 and slope.size == x.shape[1] != 1:
+        slope = slope.view((slope.size, *[1] * (len(x.shape) - 2)))
+    return elementwise(ctx, "PRelu", [x, slope])
 
 
 @GPU_KERNELS.register("Clip", since=1)
