@@ -42,6 +42,10 @@ CASES = {
     "same-upper": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     "same-lower": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_LOWER"}),
     "1d": ((2, 6, 50), (10, 6, 5), {"strides": [4], "pads": [2, 1]}),
+    "1d-grouped-dilated": ((2, 8, 31), (6, 4, 3), {"group": 2, "dilations": [3], "pads": [0, 4]}),
+    "1d-frames": ((1, 1, 640), (258, 1, 256), {"strides": [128]}),
+    "1d-pads-past-the-windows": ((1, 2, 1), (3, 2, 1), {"strides": [10], "pads": [5, 0]}),
+    "1d-long-tiled": ((1, 64, 5000), (8, 64, 3), {"pads": [1, 1]}),
     "1d-depthwise": ((1, 6, 40), (6, 1, 3), {"group": 6, "pads": [1, 1]}),
     "3d": ((1, 4, 6, 7, 5), (3, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
     "empty-batch": ((0, 4, 8, 8), (4, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
@@ -110,7 +114,8 @@ def _torch_conv(feeds: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "name", ["depthwise-stride2-asymmetric-multiplier", "dense-grouped-strided-dilated", "1d"]
+    "name",
+    ["depthwise-stride2-asymmetric-multiplier", "dense-grouped-strided-dilated", "1d", "1d-grouped-dilated"],
 )
 def test_float64_conv_matches_pytorch(name):
     """onnxruntime has no float64 Conv on the CPU; PyTorch's is the reference."""
@@ -126,7 +131,9 @@ def test_float64_conv_matches_pytorch(name):
     ("activation", "params"),
     [("Relu", []), ("Clip", [0.0, 6.0]), ("Clip", [-0.5, 0.25]), ("LeakyRelu", [0.2])],
 )
-@pytest.mark.parametrize("name", ["depthwise-3x3", "dense-3x3-tiled", "pointwise-grouped", "1d"])
+@pytest.mark.parametrize(
+    "name", ["depthwise-3x3", "dense-3x3-tiled", "pointwise-grouped", "1d", "1d-long-tiled"]
+)
 def test_fused_conv_matches_onnxruntime(name, activation, params):
     """FusedConv applies Relu and Clip as the convolution writes its output; others after it."""
     x_shape, w_shape, attrs = CASES[name]

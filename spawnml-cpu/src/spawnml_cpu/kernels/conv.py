@@ -3,6 +3,8 @@
 2-D float convolutions (and 1-D ones, as 2-D over a height of one) run on the compiled loops
 of :mod:`.loops`: depthwise ones directly, 1x1 ones as one GEMM per group on the input
 itself, the others as im2col + GEMM over tiles of output rows whose patches stay in cache.
+1-D ones whose patches fit in one such tile (audio frames, a recurrent model's encoder) copy
+them with one strided numpy copy instead, as their cost is all in the calls.
 Bias and a clamping activation (FusedConv's Relu and Clip) are applied in the same pass
 that finishes the output. Other ranks and types take the N-d numpy path: im2col through a
 sliding-window view, or one multiply-add per kernel tap when depthwise.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from spawnml.backend import KernelContext
 from spawnml.ops.shapes import transposed_windows, window_attrs
 
@@ -40,6 +43,8 @@ def convolve(
     group = attrs.get("group", 1)
     kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
     windows = Windows.of(attrs, x.shape[2:], kernel)
+    if len(kernel) == 1 and x.dtype in _COMPILED and w.dtype == x.dtype and _small_1d(windows, x, w, group):
+        return _convolve_1d(windows, x, w, group, bias, clamp)
     if len(kernel) in (1, 2) and x.dtype in _COMPILED and w.dtype == x.dtype:
         lifted = len(kernel) == 1
         y = _convolve_2d(
@@ -56,6 +61,56 @@ def convolve(
         y += per_channel(bias.astype(y.dtype, copy=False), y.ndim)
     if clamp is not None:
         np.clip(y, *clamp, out=y)
+    return y
+
+
+def _small_1d(windows: Windows, x: np.ndarray, w: np.ndarray, group: int) -> bool:
+    """Whether a 1-D convolution is dense and its patch matrix fits in one tile."""
+    depthwise = group == x.shape[1] > 1 and w.shape[1] == 1
+    return not depthwise and x.shape[1] * windows.kernel[0] * windows.out[0] <= _TILE
+
+
+def _convolve_1d(
+    windows: Windows,
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    bias: np.ndarray | None,
+    clamp: tuple[float, float] | None,
+) -> np.ndarray:
+    """A 1-D convolution as one strided copy of its patches (im2col) and one GEMM per group."""
+    from . import loops
+
+    batch, channels, length = x.shape
+    (kernel,), (stride,), (dilation,), (begin,), (out,) = (
+        windows.kernel,
+        windows.strides,
+        windows.dilations,
+        windows.begins,
+        windows.out,
+    )
+    outputs = w.shape[0]
+    y = np.empty((batch, outputs, out), dtype=x.dtype)
+    if y.size == 0:
+        return y
+    reach = (out - 1) * stride + (kernel - 1) * dilation + 1  # padded input the windows read
+    padded = np.zeros((batch, channels, reach), dtype=x.dtype)
+    covered = max(0, min(length, reach - begin))
+    padded[:, :, begin : begin + covered] = x[:, :, :covered]
+    item = padded.itemsize
+    patches = as_strided(
+        padded,
+        (batch, channels, kernel, out),
+        (padded.strides[0], padded.strides[1], dilation * item, stride * item),
+        writeable=False,
+    ).reshape(batch, group, -1, out)
+    weights = w.reshape(group, outputs // group, -1)
+    for n in range(batch):
+        grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
+    if bias is not None or clamp is not None:
+        shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
+        low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
+        loops.add_bias_clamp(y, shift, low, high)
     return y
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -60,16 +61,10 @@ class Windows:
 
     @classmethod
     def of(cls, attrs: dict[str, Any], sizes: Sequence[int], kernel: Sequence[int]) -> Windows:
-        strides, dilations, _ = window_attrs(attrs, kernel)
-        axes = sliding_windows(sizes, attrs, kernel)
-        return cls(
-            tuple(kernel),
-            tuple(strides),
-            tuple(dilations),
-            tuple(begin for _, begin, _ in axes),
-            tuple(end for _, _, end in axes),
-            tuple(out for out, _, _ in axes),
-        )
+        """The windows of a node with ``attrs`` over spatial ``sizes`` (remembered: a node meets
+        the same shapes run after run)."""
+        settings = tuple((name, _hashable(attrs[name])) for name in _WINDOW_ATTRS if name in attrs)
+        return _windows(tuple(sizes), tuple(kernel), settings)
 
     def starts(self, axis: int) -> np.ndarray:
         """Where each window of ``axis`` starts, in input coordinates."""
@@ -102,3 +97,28 @@ class Windows:
                 *(slice(None, None, d) for d in self.dilations),
             )
         ]
+
+
+#: The attributes that place a convolution's or pooling's windows.
+_WINDOW_ATTRS = ("strides", "dilations", "pads", "auto_pad", "ceil_mode")
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple | np.ndarray) else value
+
+
+@functools.lru_cache(maxsize=1024)
+def _windows(
+    sizes: tuple[int, ...], kernel: tuple[int, ...], settings: tuple[tuple[str, Any], ...]
+) -> Windows:
+    attrs = dict(settings)
+    strides, dilations, _ = window_attrs(attrs, kernel)
+    axes = sliding_windows(sizes, attrs, kernel)
+    return Windows(
+        kernel,
+        tuple(strides),
+        tuple(dilations),
+        tuple(begin for _, begin, _ in axes),
+        tuple(end for _, _, end in axes),
+        tuple(out for out, _, _ in axes),
+    )
