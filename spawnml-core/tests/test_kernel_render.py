@@ -58,6 +58,7 @@ from spawnml.kernel.library import (
     resize,
     rows,
     sum_partial,
+    topk,
 )
 from spawnml.kernel.library import map as maps
 from spawnml.kernel.render import CUDARenderer, OpenCLRenderer, WGSLRenderer
@@ -122,6 +123,8 @@ KERNELS = {
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
     "sum_rows": rows.sum_rows.specialize(T=f32),
     "attention_softmax": attention.attention_softmax.specialize(T=f32),
+    "top_k": topk.top_k.specialize(T=f32, LARGEST=True),
+    "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),
     "map1": maps.map1.specialize(T=f32, R=f32),

@@ -1,5 +1,5 @@
 """Reductions on the GPU: ReduceMax / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
-ArgMax / ArgMin, one thread per output element over generated row kernels.
+ArgMax / ArgMin, one thread per output element over generated row kernels; TopK, one thread per row.
 
 Reduced axes that are adjacent are read in place (rows ``inner`` apart); others are first
 transposed behind the kept ones. An empty reduction gives the operator's identity (``-inf``
@@ -16,9 +16,10 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
+from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
-from .table import FLOAT32, GPU_KERNELS, _axes, _axis, permuted
+from .table import FLOAT32, GPU_KERNELS, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
 _EMPTY = {
@@ -78,6 +79,22 @@ def arg(ctx: KernelContext, x: DeviceArray, largest: bool) -> DeviceArray:
     return out
 
 
+def top_k(ctx: KernelContext, x: DeviceArray, k: int) -> tuple[DeviceArray, DeviceArray]:
+    """The ``k`` largest (or smallest) values along ``axis``, in order, and their int64 indices."""
+    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    if not 0 <= k <= x.shape[axis]:
+        raise InvalidArgumentError(f"TopK: k={k} is not within the {x.shape[axis]} elements of axis {axis}")
+    shape = (*x.shape[:axis], k, *x.shape[axis + 1 :])
+    values, indices = ctx.backend.empty(shape, x.dtype), ctx.backend.empty(shape, np.dtype(np.int64))
+    if values.size:
+        kernel = top_k_kernel.specialize(T=x.elem, LARGEST=bool(ctx.attrs.get("largest", 1)))
+        inner = math.prod(x.shape[axis + 1 :])
+        ctx.backend.launch_flat(
+            kernel, [x, values, indices], values.size // k, D=x.shape[axis], K=k, inner=inner
+        )
+    return values, indices
+
+
 def _register() -> None:
     for kind in ("Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
         name, since = f"Reduce{kind}", AXES_INPUT_SINCE[f"Reduce{kind}"]
@@ -90,6 +107,8 @@ def _register() -> None:
         )
     GPU_KERNELS.register("ArgMax")(lambda ctx, x: arg(ctx, x, largest=True))
     GPU_KERNELS.register("ArgMin")(lambda ctx, x: arg(ctx, x, largest=False))
+    GPU_KERNELS.register("TopK", until=10)(lambda ctx, x: top_k(ctx, x, int(ctx.attrs["k"])))
+    GPU_KERNELS.register("TopK", since=10)(lambda ctx, x, k: top_k(ctx, x, int(_host(ctx, k).reshape(-1)[0])))
 
 
 _register()
