@@ -2,12 +2,15 @@
 
 Both read the same PNG files: the strings must be equal and read back what was rendered,
 every box corner within BOX_TOLERANCE pixels and every score within SCORE_TOLERANCE.
-Latin text only: no installed font covers Chinese. Needs ``scripts/fetch-models pp-ocrv4``;
-skips without the files unless ``SPAWNML_REQUIRE_MODELS=1``.
+Latin text only: no installed font covers Chinese. On WebGPU the three networks run whole on the
+GPU over one small image at a reduced detector side (RapidOCR's ``det_limit_side_len``, set alike
+on both sides): a software Vulkan device takes about a minute for the default 736 px.
+Needs ``scripts/fetch-models pp-ocrv4``; skips without the files unless ``SPAWNML_REQUIRE_MODELS=1``.
 """
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +18,10 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 from spawnml_models.assets import asset_file
 from spawnml_models.ocr import OCRPipeline
+from spawnml_models.ocr.detection import DBSettings
 from spawnml_models.ocr.pipeline import ASSET, CLASSIFIER, DETECTOR, RECOGNIZER
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
@@ -25,6 +30,11 @@ pytestmark = pytest.mark.real_model
 #: the rectangle here, a rounded integer polygon in pyclipper); scores by crop resampling.
 BOX_TOLERANCE = 2.0
 SCORE_TOLERANCE = 0.05
+#: The GPU against the CPU backend on the same pixels: float32 sums in another order move the
+#: probability maps by ~1e-5, so boxes are equal and scores agree far below SCORE_TOLERANCE.
+GPU_SCORE_TOLERANCE = 1e-3
+#: Two lines at the detector side they are drawn for: no scaling, a 128 x 352 probability map.
+SMALL_LINES, SMALL_SIDE = ["Read on the GPU", "lavapipe 2026"], 128
 
 PARAGRAPH = ["The quick brown fox jumps", "over the lazy dog 12345", "SpawnML reads text: OK!"]
 WIDE_LINE = "A single wide line of text, read after letterboxing"
@@ -41,6 +51,14 @@ def paragraph() -> Image.Image:
 def wide_line() -> Image.Image:
     image = Image.new("RGB", (900, 40), "white")
     ImageDraw.Draw(image).text((10, 4), WIDE_LINE, fill="black", font=ImageFont.load_default(size=24))
+    return image
+
+
+def small_lines() -> Image.Image:
+    image = Image.new("RGB", (352, SMALL_SIDE), "white")
+    draw = ImageDraw.Draw(image)
+    for i, text in enumerate(SMALL_LINES):
+        draw.text((14, 16 + 54 * i), text, fill="black", font=ImageFont.load_default(size=30))
     return image
 
 
@@ -76,3 +94,33 @@ def test_matches_rapidocr(name: str, pipeline: OCRPipeline, reference, tmp_path:
     assert [line.text for line in lines] == list(texts) == expected
     np.testing.assert_allclose(np.stack([line.box for line in lines]), np.array(boxes), atol=BOX_TOLERANCE)
     np.testing.assert_allclose([line.score for line in lines], scores, atol=SCORE_TOLERANCE)
+
+
+def test_whole_pipeline_on_webgpu_matches_rapidocr_and_the_cpu(tmp_path: Path):
+    """Detection, direction and recognition all placed on WebGPU (no CPU node) read what RapidOCR
+    reads, within the CPU pipeline's tolerances, and what the CPU backend reads, box for box."""
+    backend_or_skip("webgpu")
+    rapidocr = pytest.importorskip("rapidocr_onnxruntime")
+    for name in (DETECTOR, CLASSIFIER, RECOGNIZER):
+        require(lambda name=name: asset_file(ASSET, name))
+    path = tmp_path / "small.png"
+    small_lines().save(path)
+    detection = DBSettings(min_side=SMALL_SIDE)
+    gpu = OCRPipeline(providers=["webgpu"], detection=detection)
+    for model in (gpu.detector, gpu.classifier, gpu.recognizer):
+        placed = collections.Counter(provider for _, _, provider in model.session.placement())
+        assert set(placed) == {"webgpu"}, placed
+    lines = gpu(path)
+    result, _ = rapidocr.RapidOCR(det_limit_side_len=SMALL_SIDE)(str(path))
+    boxes, texts, scores = zip(*result, strict=True)
+    assert [line.text for line in lines] == list(texts) == SMALL_LINES
+    np.testing.assert_allclose(np.stack([line.box for line in lines]), np.array(boxes), atol=BOX_TOLERANCE)
+    np.testing.assert_allclose([line.score for line in lines], scores, atol=SCORE_TOLERANCE)
+    cpu = OCRPipeline(providers=["cpu"], detection=detection)(path)
+    assert [line.text for line in lines] == [line.text for line in cpu]
+    np.testing.assert_array_equal(
+        np.stack([line.box for line in lines]), np.stack([line.box for line in cpu])
+    )
+    np.testing.assert_allclose(
+        [line.score for line in lines], [line.score for line in cpu], rtol=0, atol=GPU_SCORE_TOLERANCE
+    )

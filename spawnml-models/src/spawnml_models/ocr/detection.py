@@ -1,7 +1,7 @@
 """PP-OCR text detection: DBNet's probability map turned into text boxes.
 
-The image is scaled so that its shorter side is at least ``MIN_SIDE`` with both sides
-multiples of 32, normalised to [-1, 1]; the map is thresholded, dilated, split into
+The image is scaled so that its shorter side is at least ``DBSettings.min_side`` (736 by
+default) with both sides multiples of 32, normalised to [-1, 1]; the map is thresholded, dilated, split into
 connected regions whose minimum-area rectangles are scored, grown ("unclipped") and
 scaled back to image coordinates.
 """
@@ -24,13 +24,15 @@ MIN_SIDE = 736
 
 @dataclass(frozen=True)
 class DBSettings:
-    """DBNet post-processing: pixel threshold, box score threshold, unclip ratio, smallest box side."""
+    """DBNet settings: post-processing (pixel threshold, box score threshold, unclip ratio, smallest
+    box side, most boxes) and the shorter side images are scaled up to (RapidOCR's ``det_limit_side_len``)."""
 
     threshold: float = 0.3
     box_threshold: float = 0.5
     unclip_ratio: float = 1.6
     min_size: float = 3.0
     max_candidates: int = 1000
+    min_side: int = MIN_SIDE
 
 
 class TextDetector:
@@ -47,7 +49,9 @@ class TextDetector:
         """Boxes of the text in BGR ``image`` as an (n, 4, 2) float32 array of whole pixels,
         and each box's mean text probability."""
         height, width = image.shape[:2]
-        probability = self.session.run(None, {self.input_name: preprocess(image)})[0][0, 0]
+        probability = self.session.run(None, {self.input_name: preprocess(image, self.settings.min_side)})[0][
+            0, 0
+        ]
         boxes, scores = boxes_from_map(probability, width, height, self.settings)
         boxes = [np.trunc(np.clip(order_box(box), 0, [width - 1, height - 1])) for box in boxes]
         kept = [i for i, box in enumerate(boxes) if min(_side_lengths(box)) > 3]
@@ -57,18 +61,18 @@ class TextDetector:
         )
 
 
-def detector_size(height: int, width: int) -> tuple[int, int]:
+def detector_size(height: int, width: int, min_side: int = MIN_SIDE) -> tuple[int, int]:
     """The multiple-of-32 size the detector runs at for an image of ``height`` x ``width``."""
-    ratio = MIN_SIDE / min(height, width) if min(height, width) < MIN_SIDE else 1.0
+    ratio = min_side / min(height, width) if min(height, width) < min_side else 1.0
     return (
         max(32, round(int(height * ratio) / 32) * 32),
         max(32, round(int(width * ratio) / 32) * 32),
     )
 
 
-def preprocess(image: np.ndarray) -> np.ndarray:
+def preprocess(image: np.ndarray, min_side: int = MIN_SIDE) -> np.ndarray:
     """BGR ``image`` resized for the detector, scaled to [-1, 1], as a (1, 3, H, W) float32 batch."""
-    resized = resize_bilinear(image, *detector_size(*image.shape[:2]))
+    resized = resize_bilinear(image, *detector_size(*image.shape[:2], min_side))
     return ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..assets import asset_file
 from .classification import DirectionClassifier
-from .detection import TextDetector
+from .detection import DBSettings, TextDetector
 from .imaging import ImageInput, load_bgr, resize_bilinear, warp_quad
 from .recognition import TextRecognizer
 
@@ -42,7 +42,8 @@ class OCRPipeline:
     """Text lines of an image, as RapidOCR's PP-OCRv4 pipeline finds and reads them.
 
     The three ONNX models default to the cached ``pp-ocrv4`` asset; ``providers`` orders
-    the backends that run them. Lines scoring below ``text_score`` are dropped.
+    the backends that run them. Lines scoring below ``text_score`` are dropped; ``detection``
+    sets the detector's post-processing and the shorter side images are scaled up to.
     """
 
     def __init__(
@@ -52,9 +53,12 @@ class OCRPipeline:
         recognizer: str | Path | None = None,
         providers: Sequence[str] | None = None,
         text_score: float = 0.5,
+        detection: DBSettings | None = None,
     ) -> None:
         providers = list(providers) if providers is not None else None
-        self.detector = TextDetector(detector or asset_file(ASSET, DETECTOR), providers)
+        self.detector = TextDetector(
+            detector or asset_file(ASSET, DETECTOR), providers, detection or DBSettings()
+        )
         self.classifier = DirectionClassifier(classifier or asset_file(ASSET, CLASSIFIER), providers)
         self.recognizer = TextRecognizer(recognizer or asset_file(ASSET, RECOGNIZER), providers)
         self.text_score = text_score
