@@ -24,7 +24,7 @@ INT64 = np.dtype(np.int64)
 
 
 def _ints(array: np.ndarray) -> list[int]:
-    return [int(item) for item in np.asarray(array).reshape(-1)]
+    return [int(item) for item in np.asarray(array).reshape(-1).tolist()]
 
 
 def _listed(ctx: KernelContext, attr: str, array: np.ndarray | None, since: int) -> list[int] | None:
@@ -84,7 +84,13 @@ def flatten(ctx: KernelContext, data: np.ndarray) -> np.ndarray:
 
 @KERNELS.register("Unsqueeze")
 def unsqueeze(ctx: KernelContext, data: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
-    return np.expand_dims(data, tuple(_listed(ctx, "axes", axes, since=13)))
+    listed = _listed(ctx, "axes", axes, since=13) or []
+    rank = data.ndim + len(listed)
+    inserted = {_fixed_axis(axis, rank) for axis in listed}
+    if len(inserted) != len(listed):
+        raise ValueError(f"Unsqueeze axes {listed} repeat an axis")
+    sizes = iter(data.shape)
+    return data.reshape([1 if axis in inserted else next(sizes) for axis in range(rank)])
 
 
 @KERNELS.register("Squeeze")
@@ -205,9 +211,31 @@ def pad(
     ]
     padding = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends, strict=True)]
     mode = as_text(ctx.attrs["mode"])
+    if mode == "reflect" and all(max(pair) < size for pair, size in zip(padding, cropped.shape, strict=True)):
+        return _reflect(cropped, padding)
     if mode != "constant":
         return np.pad(cropped, padding, mode=mode)
     return np.pad(cropped, padding, constant_values=_pad_value(ctx, data, constant_value))
+
+
+def _reflect(data: np.ndarray, padding: list[tuple[int, int]]) -> np.ndarray:
+    """``numpy.pad(data, padding, mode="reflect")`` for pads shorter than their axis, by slice copies
+    (numpy's general padding costs far more on small arrays). Axis by axis, as numpy pads."""
+    out = np.empty([b + size + e for (b, e), size in zip(padding, data.shape, strict=True)], data.dtype)
+    out[tuple(slice(b, b + size) for (b, _), size in zip(padding, data.shape, strict=True))] = data
+    for axis, ((begin, end), size) in enumerate(zip(padding, data.shape, strict=True)):
+        last = begin + size - 1  # the last element of the data along this axis
+        if begin:
+            out[_along(axis, slice(0, begin))] = out[_along(axis, slice(2 * begin, begin, -1))]
+        if end:
+            mirrored = slice(last - 1, last - 1 - end if last > end else None, -1)
+            out[_along(axis, slice(last + 1, None))] = out[_along(axis, mirrored)]
+    return out
+
+
+def _along(axis: int, part: slice) -> tuple[slice, ...]:
+    """The index of ``part`` of ``axis``, all of the axes before it."""
+    return (slice(None),) * axis + (part,)
 
 
 def _pad_value(ctx: KernelContext, data: np.ndarray, constant_value: np.ndarray | None):
