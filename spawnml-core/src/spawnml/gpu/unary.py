@@ -1,5 +1,5 @@
-"""Elementwise operators run as generated one-step chains: unary math, activations, Mod,
-BitShift, PRelu, Clip, IsNaN / IsInf, Sign and the variadic Sum / Mean."""
+"""Elementwise operators run as generated chains: unary math, activations, Mod, BitShift and
+the bitwise operators, PRelu, Clip, IsNaN / IsInf, Sign, the variadic Sum / Mean, Swish and SwiGLU."""
 
 from __future__ import annotations
 
@@ -79,6 +79,39 @@ def _register() -> None:
     GPU_KERNELS.register("BitShift", since=11, dtypes=SHIFTABLE)(
         lambda ctx, x, y: elementwise(ctx, "BitShift", [x, y])
     )
+    for op in ("And", "Or", "Xor"):  # on integers held as int32 the logical operators are bitwise
+        GPU_KERNELS.register(f"Bitwise{op}", since=18, dtypes=SHIFTABLE)(
+            lambda ctx, x, y, _op=op: elementwise(ctx, _op, [x, y])
+        )
+
+
+@GPU_KERNELS.register("BitwiseNot", since=18, dtypes=SHIFTABLE)
+def bitwise_not(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """``x ^ ones``: all bits of the type set (-1, or its largest value when unsigned)."""
+    ones = np.iinfo(x.dtype).max if np.issubdtype(x.dtype, np.unsignedinteger) else -1
+    return elementwise(ctx, "Xor", [x, ctx.backend.from_numpy(np.array(ones, x.dtype))])
+
+
+def _gated(ctx: KernelContext, x: DeviceArray, *factors: DeviceArray) -> DeviceArray:
+    """``x * sigmoid(alpha * x)``, times each of ``factors``."""
+    alpha = ctx.backend.from_numpy(np.array(ctx.attrs.get("alpha", 1.0), np.float32))
+    inputs = [x, alpha, *factors]
+    steps = [step("Mul", [0, 1], "float32"), step("Sigmoid", [len(inputs)], "float32")]
+    steps.append(step("Mul", [0, len(inputs) + 1], "float32"))
+    for index in range(2, len(inputs)):
+        steps.append(step("Mul", [len(inputs) + len(steps) - 1, index], "float32"))
+    return run_chain(ctx, tuple(steps), inputs, f"gated_{len(factors)}")
+
+
+@GPU_KERNELS.register("Swish", since=24, dtypes=FLOAT32)
+def swish(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    return _gated(ctx, x)
+
+
+@GPU_KERNELS.register("SwiGLU", since=28, dtypes=FLOAT32)
+def swiglu(ctx: KernelContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
+    """``a * sigmoid(alpha * a) * b``."""
+    return _gated(ctx, a, b)
 
 
 @GPU_KERNELS.register("PRelu", until=7, dtypes=FLOAT32)
