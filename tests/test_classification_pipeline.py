@@ -5,10 +5,13 @@ out in plain torch with its module names: ``load_state_dict(strict=True)`` takes
 checkpoint as it is. Both sides get the same preprocessed pixels. Tolerance: logits of
 float32 networks 53 layers deep summed in different orders, about 10 in magnitude, agree
 within 2e-4 absolute; probabilities within 1e-5.
+On WebGPU the whole network is placed on the GPU and held to the same tolerances on one photo.
 The real-weight tests need ``scripts/fetch-models mobilenet-v2-pth imagenet-labels``.
 """
 
 from __future__ import annotations
+
+import collections
 
 import numpy as np
 import pytest
@@ -21,6 +24,7 @@ from spawnml_models.imagenet_labels import LABELS_ASSET, LABELS_FILE
 from spawnml_models.mobilenet import INPUT, WEIGHTS_ASSET, WEIGHTS_FILE, mobilenet_v2_graph
 from torch import nn
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 from tests.torch_mobilenet import MobileNetV2
 
@@ -74,6 +78,11 @@ def pipeline() -> ImageClassificationPipeline:
 @pytest.mark.real_model
 @pytest.mark.parametrize("photo", sorted(PHOTOS))
 def test_top5_and_probabilities_match_torch(photo, reference, pipeline):
+    assert_matches_torch(pipeline, reference, photo)
+
+
+def assert_matches_torch(pipeline: ImageClassificationPipeline, reference: MobileNetV2, photo: str) -> None:
+    """Logits, the top 5 and their probabilities of ``photo`` within tolerance of PyTorch's."""
     image = getattr(skimage.data, photo)()
     expected_logits = torch_logits(reference, preprocess(image)[None])
     logits = pipeline.session.run(None, {INPUT: preprocess(image)[None]})[0]
@@ -95,3 +104,14 @@ def test_batch_probabilities_match_torch(reference, pipeline):
     probabilities = pipeline.probabilities(images)
     np.testing.assert_allclose(probabilities, expected, rtol=0, atol=PROBABILITY_ATOL)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1, rtol=1e-5)
+
+
+@pytest.mark.real_model
+def test_whole_pipeline_on_webgpu_matches_torch(reference):
+    """Every node on WebGPU (no CPU node); chelsea's logits and top 5 as PyTorch's, as on the CPU."""
+    backend_or_skip("webgpu")
+    require(lambda: asset_file(LABELS_ASSET, LABELS_FILE))
+    gpu = ImageClassificationPipeline(providers=["webgpu"])
+    placed = collections.Counter(provider for _, _, provider in gpu.session.placement())
+    assert set(placed) == {"webgpu"}, placed
+    assert_matches_torch(gpu, reference, "chelsea")
