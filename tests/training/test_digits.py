@@ -23,7 +23,8 @@ from .torch_parity import torch
 sklearn_datasets = pytest.importorskip("sklearn.datasets")
 sklearn_split = pytest.importorskip("sklearn.model_selection")
 
-LOSS_RTOL = 1e-5
+#: Per device; cuBLAS sums the products in its own order (1.7e-5 measured on an H200).
+LOSS_RTOL = {"cpu": 1e-5, "webgpu": 1e-5, "opencl": 1e-5, "cuda": 5e-5}
 ACCURACY = 0.95
 #: Per model: batch size, Adam learning rate, epochs (chosen so torch clears 95% on several seeds).
 RECIPES = {"mlp": (128, 0.02, 6), "cnn": (256, 0.02, 10)}
@@ -123,4 +124,4 @@ def test_first_ten_losses_match_torch(digits, kind, device):
         loss.backward()
         theirs.step()
         want.append(loss.item())
-    np.testing.assert_allclose(got, want, rtol=LOSS_RTOL)
+    np.testing.assert_allclose(got, want, rtol=LOSS_RTOL[device])

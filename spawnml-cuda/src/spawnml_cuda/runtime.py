@@ -27,6 +27,7 @@ class CUDARuntime(Runtime):
         self.device = cupy.cuda.Device(device)
         self.device.use()
         self.properties = cupy.cuda.runtime.getDeviceProperties(device)
+        self.total_bytes = int(self.device.mem_info[1])  # asked once: cudaMemGetInfo is slow
         self.stream = cupy.cuda.Stream(non_blocking=True)
 
     def describe(self) -> str:
@@ -41,7 +42,7 @@ class CUDARuntime(Runtime):
 
     @property
     def max_buffer_bytes(self) -> int:
-        return int(self.device.mem_info[1])
+        return self.total_bytes
 
     def _alloc(self, size: int) -> Any:
         try:

@@ -121,7 +121,7 @@ REFERENCE_MODELS = (
         path=partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx"),
         drive=run_each(detector_feeds),
         rtol=1e-4,
-        atol=1e-5,  # text probabilities in [0, 1] after a sigmoid
+        atol=1e-4,  # text probabilities in [0, 1] after sixty convolutions: 4.4e-5 measured with cuBLAS
         description="PP-OCRv4 DBNet text detector: probability maps of text pages, 96x160 to 224x320",
     ),
     ReferenceModel(
