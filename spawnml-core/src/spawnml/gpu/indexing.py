@@ -1,9 +1,11 @@
-"""Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Tile, Trilu,
-Split, ScatterND, ScatterElements, CumSum, CumProd, LogSoftmax, Hardmax, CastLike, Range and
-ConstantOfShape.
+"""Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Compress,
+Tile, Trilu, Split, ScatterND, ScatterElements, CumSum, CumProd, LogSoftmax, Hardmax, CastLike,
+Range, ConstantOfShape, EyeLike and Size.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
-(free for initializers) and upload the result; everything else runs as a kernel.
+(free for initializers) and upload the result, as EyeLike and Size do from the input's shape;
+Compress reads its condition on the host (it decides the output's shape) and gathers on the
+device; everything else runs as a kernel.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import math
 import numpy as np
 
 from ..backend import KernelContext
+from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elements, scatter_nd, tile, trilu
 from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
-from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, unary
+from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, take, unary
 
 
 @GPU_KERNELS.register("GatherElements", since=11)
@@ -147,6 +150,34 @@ def constant_of_shape(ctx: KernelContext, shape: DeviceArray) -> DeviceArray:
     value = ctx.attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
     return ctx.backend.from_numpy(np.full([int(d) for d in _host(ctx, shape)], fill, np.asarray(fill).dtype))
+
+
+@GPU_KERNELS.register("EyeLike", since=9)
+def eye_like(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """Ones on the ``k``-th diagonal of a matrix shaped like ``x``, of type ``dtype`` (else ``x``'s)."""
+    code = ctx.attrs.get("dtype")
+    rows, columns = x.shape
+    dtype = x.dtype if code is None else from_onnx(int(code))
+    return ctx.backend.from_numpy(np.eye(rows, columns, k=int(ctx.attrs.get("k", 0)), dtype=dtype))
+
+
+@GPU_KERNELS.register("Size", since=1)
+def size(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    return ctx.backend.from_numpy(np.array(x.size, np.int64))
+
+
+@GPU_KERNELS.register("Compress", since=9)
+def compress(ctx: KernelContext, data: DeviceArray, condition: DeviceArray) -> DeviceArray:
+    """The slices of ``data`` along ``axis`` (of its flattened elements without one) where ``condition``."""
+    axis = ctx.attrs.get("axis")
+    source = data.view((data.size,)) if axis is None else data
+    axis = 0 if axis is None else _axis(int(axis), len(data.shape))
+    keep = _host(ctx, condition).reshape(-1).astype(bool)
+    if keep.size > source.shape[axis]:
+        raise InvalidArgumentError(
+            f"Compress condition of length {keep.size} is longer than axis {axis} ({source.shape[axis]})"
+        )
+    return take(ctx, source, ctx.backend.from_numpy(np.flatnonzero(keep).astype(np.int32)), axis)
 
 
 @GPU_KERNELS.register("GatherND", since=11)

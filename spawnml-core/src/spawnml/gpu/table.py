@@ -256,7 +256,11 @@ def concatenate(ctx: KernelContext, xs: Sequence[Array], axis: int) -> Array:
 
 @GPU_KERNELS.register("Gather", since=1)
 def gather_(ctx: KernelContext, data: Array, indices: Array) -> Array:
-    axis = _axis(int(ctx.attrs.get("axis", 0)), len(data.shape))
+    return take(ctx, data, indices, _axis(int(ctx.attrs.get("axis", 0)), len(data.shape)))
+
+
+def take(ctx: KernelContext, data: Array, indices: Array, axis: int) -> Array:
+    """The entries of ``data`` at ``indices`` (negative from the end) along ``axis`` (in range)."""
     shape = [*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]]
     out = ctx.backend.empty(shape, data.dtype)
     inner = math.prod(data.shape[axis + 1 :])
