@@ -1,5 +1,6 @@
 """Reductions on the GPU: ReduceMax / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
-ArgMax / ArgMin, one thread per output element over generated row kernels; TopK, one thread per row.
+ArgMax / ArgMin, one thread per output element over generated row kernels; TopK, one thread per row;
+LpNormalization, a norm row kernel and one generated division.
 
 Reduced axes that are adjacent are read in place (rows ``inner`` apart); others are first
 transposed behind the kept ones. An empty reduction gives the operator's identity (``-inf``
@@ -15,10 +16,13 @@ import numpy as np
 
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
+from ..ir import Node
+from ..kernel.library.chain import step
 from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
 from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
+from .fused import run_chain
 from .table import FLOAT32, GPU_KERNELS, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
@@ -93,6 +97,29 @@ def top_k(ctx: KernelContext, x: DeviceArray, k: int) -> tuple[DeviceArray, Devi
             kernel, [x, values, indices], values.size // k, D=x.shape[axis], K=k, inner=inner
         )
     return values, indices
+
+
+def _p_one_or_two(node: Node, opset: int) -> str | None:
+    return None if node.attrs.get("p", 2) in (1, 2) else f"p={node.attrs['p']} is not 1 or 2"
+
+
+@GPU_KERNELS.register("LpNormalization", check=_p_one_or_two, dtypes=FLOAT32)
+def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """``x`` over its L1 or L2 norm along ``axis``; 0 where the norm is 0."""
+    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    if x.size == 0:
+        return x
+    norm = ctx.backend.empty(_shape(x, [axis], keep=True), x.dtype)
+    kernel = reduce_kernel("L1" if ctx.attrs.get("p", 2) == 1 else "L2", x.elem)
+    inner = math.prod(x.shape[axis + 1 :])
+    ctx.backend.launch_flat(kernel, [x, norm], norm.size, D=x.shape[axis], inner=inner)
+    zero = ctx.backend.from_numpy(np.zeros((), x.dtype))
+    steps = (
+        step("Div", [0, 1], x.dtype.name),
+        step("Equal", [1, 2], "bool"),
+        step("Where", [4, 2, 3], x.dtype.name),
+    )
+    return run_chain(ctx, steps, [x, norm, zero], "lp_normalization")
 
 
 def _register() -> None:
