@@ -2,7 +2,8 @@
 
 - ``disable``: the graph as loaded.
 - ``basic``: semantics-preserving simplifications that any provider benefits from: constant
-  and shape folding, no-op and transpose-pair elimination, dead-node elimination.
+  and shape folding, inlining of If nodes with a constant condition, no-op and transpose-pair
+  elimination, dead-node elimination.
 - ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
   SkipLayerNormalization. A fused operator is only introduced where a provider of the
@@ -38,6 +39,7 @@ from .dead_nodes import eliminate_dead_nodes
 from .elementwise_fusion import fuse_elementwise
 from .eliminate import eliminate_no_ops
 from .gelu import fuse_gelu
+from .if_inlining import inline_constant_ifs
 from .layer_norm import fuse_layer_norm
 from .matmul_add import fuse_matmul_add
 from .shape_folding import fold_shapes
@@ -73,7 +75,13 @@ LEVEL_NAMES = {
     "all": GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
 
-BASIC_PASSES: tuple[Pass, ...] = (fold_constants, fold_shapes, eliminate_no_ops, cancel_transposes)
+BASIC_PASSES: tuple[Pass, ...] = (
+    fold_constants,
+    fold_shapes,
+    inline_constant_ifs,
+    eliminate_no_ops,
+    cancel_transposes,
+)
 EXTENDED_PASSES: tuple[Pass, ...] = (
     fold_into_conv,
     fuse_conv_activation,
