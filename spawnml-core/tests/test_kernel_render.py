@@ -123,6 +123,7 @@ KERNELS = {
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
     "sum_rows": rows.sum_rows.specialize(T=f32),
     "attention_softmax": attention.attention_softmax.specialize(T=f32),
+    "rotary_embedding": attention.rotary_embedding.specialize(T=f32),
     "top_k": topk.top_k.specialize(T=f32, LARGEST=True),
     "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),

@@ -1,7 +1,10 @@
-"""ONNX Attention on the GPU, composed from the shared kernels: heads split by a transpose, the
-key/value cache joined by a copy, ``Q K^T`` and ``P V`` as batched matrix products (grouped query
-heads read their key head in place, as one taller matrix), the soft cap as a generated
-elementwise chain, and the mask, causal and window limits with the softmax in one row kernel."""
+"""ONNX Attention and RotaryEmbedding on the GPU.
+
+Attention is composed from the shared kernels: heads split by a transpose, the key/value cache
+joined by a copy, ``Q K^T`` and ``P V`` as batched matrix products (grouped query heads read their
+key head in place, as one taller matrix), the soft cap as a generated elementwise chain, and the
+mask, causal and window limits with the softmax in one row kernel. RotaryEmbedding is one kernel.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.ir import f32
 from ..kernel.library.attention import attention_softmax
+from ..kernel.library.attention import rotary_embedding as rotary_embedding_kernel
 from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain
@@ -153,3 +157,46 @@ def _masked_softmax(
             masked=-np.inf,
         )
     return biased, probs
+
+
+@GPU_KERNELS.register("RotaryEmbedding", since=23, dtypes=FLOAT32)
+def rotary_embedding(
+    ctx: KernelContext,
+    x: DeviceArray,
+    cos: DeviceArray,
+    sin: DeviceArray,
+    position_ids: DeviceArray | None = None,
+) -> DeviceArray:
+    """``(B, H, S, D)`` or ``(B, S, H * D)`` input rotated pairwise by the cached angles."""
+    heads_first = len(x.shape) == 4
+    if heads_first:
+        _, heads, sequence, size = x.shape
+    else:
+        heads, sequence = int(ctx.attrs.get("num_heads", 0)), x.shape[1]
+        if not heads or x.shape[2] % heads:
+            raise InvalidArgumentError(
+                f"RotaryEmbedding of a 3-D input of shape {list(x.shape)} needs num_heads dividing its "
+                "last axis"
+            )
+        size = x.shape[2] // heads
+    rotated = int(ctx.attrs.get("rotary_embedding_dim", 0)) or size
+    if rotated % 2 or rotated > size or cos.shape[-1] < rotated // 2:
+        raise InvalidArgumentError(
+            f"RotaryEmbedding: {rotated} rotated dims of heads of {size} with caches {cos.shape[-1]} wide"
+        )
+    positions = position_ids or ctx.backend.constant(np.zeros(1, np.int32), np.int32)
+    out = ctx.backend.empty(x.shape, x.dtype)
+    ctx.backend.launch_flat(
+        rotary_embedding_kernel.specialize(T=f32),
+        [x, cos, sin, positions, out],
+        out.size,
+        D=size,
+        S=sequence,
+        H=heads,
+        rotated=rotated,
+        cache_width=cos.shape[-1],
+        heads_first=int(heads_first),
+        indexed=int(position_ids is not None),
+        interleaved=int(ctx.attrs.get("interleaved", 0)),
+    )
+    return out

@@ -1,11 +1,12 @@
-"""The masked softmax of attention scores: one thread per query row of ``kv_len`` scores.
+"""Attention's own kernels: the masked softmax of its scores, one thread per query row of
+``kv_len`` scores, and rotary position embeddings, one thread per element.
 
-Each key's bias is the mask's value (or 0 with no mask), ``masked`` (-inf) where the key lies past
-the mask's length, past the row's valid keys (``lengths``, a padded external cache), after the query
-(``causal``) or outside the sliding window (``left`` / ``right`` keys before / after the query, -1
-for unbounded). The row writes ``biased = score + bias`` and its softmax, whose all-masked rows
-(every bias -inf) give zeros, as ONNX Attention defines. Launch ``rows`` threads over a 2-D grid
-of ``width`` threads per grid row.
+In the softmax, each key's bias is the mask's value (or 0 with no mask), ``masked`` (-inf) where
+the key lies past the mask's length, past the row's valid keys (``lengths``, a padded external
+cache), after the query (``causal``) or outside the sliding window (``left`` / ``right`` keys
+before / after the query, -1 for unbounded). The row writes ``biased = score + bias`` and its
+softmax, whose all-masked rows (every bias -inf) give zeros, as ONNX Attention defines. Launch
+``rows`` (``n``) threads over a 2-D grid of ``width`` threads per grid row.
 """
 
 from __future__ import annotations
@@ -80,3 +81,58 @@ def attention_softmax(
             total = T(1)
         for j in range(kv_len):
             probs[base + j] = probs[base + j] / total if attended else T(0)
+
+
+@kernel(workgroup=(64,))
+def rotary_embedding(
+    x: ReadBuffer[T],  # noqa: F821
+    cos_cache: ReadBuffer[T],  # noqa: F821
+    sin_cache: ReadBuffer[T],  # noqa: F821
+    positions: ReadBuffer[i32],
+    out: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    D: u32,
+    S: u32,
+    H: u32,
+    rotated: u32,
+    cache_width: u32,
+    heads_first: u32,
+    indexed: u32,
+    interleaved: u32,
+    T: Const[Scalar],
+):
+    """Rotate the first ``rotated`` of each head's ``D`` values by the angles of its position.
+
+    ``x`` is ``(B, H, S, D)`` (``heads_first``) or ``(B, S, H * D)``; ``out`` has its layout. The
+    cos / sin row is the position ``positions[b * S + s]`` (``indexed``) or ``b * S + s`` itself,
+    ``cache_width`` wide, of which the first ``rotated / 2`` count. Pairs are ``(j, j + rotated / 2)``,
+    or ``(2j, 2j + 1)`` when ``interleaved``.
+    """
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        d = i % D
+        row = i // D
+        s = (row // H) % S
+        if heads_first != 0:
+            s = row % S
+        b = row // (H * S)
+        value = x[i]
+        if d < rotated:
+            pairs = rotated // 2
+            j = d % pairs
+            first = i - d + j
+            second = first + pairs
+            upper = d >= pairs
+            if interleaved != 0:
+                j = d // 2
+                first = i - d + 2 * j
+                second = first + 1
+                upper = d % 2 == 1
+            cache = b * S + s
+            if indexed != 0:
+                cache = u32(positions[b * S + s])
+            c = cos_cache[cache * cache_width + j]
+            t = sin_cache[cache * cache_width + j]
+            value = t * x[first] + c * x[second] if upper else c * x[first] - t * x[second]
+        out[i] = value
