@@ -1,9 +1,10 @@
-"""Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Compress,
+"""Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Compress, OneHot,
 Tile, Trilu, Split, ScatterND, ScatterElements, CumSum, CumProd, LogSoftmax, Hardmax, CastLike,
 Range, ConstantOfShape, EyeLike and Size.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
-(free for initializers) and upload the result, as EyeLike and Size do from the input's shape;
+(free for initializers; OneHot its depth) and upload the result, as EyeLike and Size do from the
+input's shape;
 Compress reads its condition on the host (it decides the output's shape) and gathers on the
 device; everything else runs as a kernel.
 """
@@ -17,9 +18,11 @@ import numpy as np
 from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
+from ..kernel.library.chain import step
 from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elements, scatter_nd, tile, trilu
 from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
+from .fused import run_chain
 from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, take, unary
 
 
@@ -180,7 +183,40 @@ def compress(ctx: KernelContext, data: DeviceArray, condition: DeviceArray) -> D
     return take(ctx, source, ctx.backend.from_numpy(np.flatnonzero(keep).astype(np.int32)), axis)
 
 
-@GPU_KERNELS.register("GatherND", since=11)
+@GPU_KERNELS.register("OneHot", since=9)
+def one_hot(ctx: KernelContext, indices: DeviceArray, depth: DeviceArray, values: DeviceArray) -> DeviceArray:
+    """``values[1]`` where an index (negative from the end) equals the position along the new
+    ``axis``, else ``values[0]``: one generated elementwise launch over the broadcast operands."""
+    rank = len(indices.shape) + 1
+    axis = _axis(int(ctx.attrs.get("axis", -1)), rank)
+    size = int(_host(ctx, depth).reshape(-1)[0])
+    if size < 1 or values.size != 2:
+        raise InvalidArgumentError(
+            f"OneHot needs a positive depth and two values, got {size} and {values.size}"
+        )
+    off, on = (ctx.backend.empty((), values.dtype) for _ in range(2))
+    for offset, target in enumerate((off, on)):
+        copy_strided(ctx, values, target, [1], [1], [1], src_offset=offset)
+    positions = np.arange(size, dtype=np.int32).reshape(size, *[1] * (rank - axis - 1))
+    inputs = [
+        indices.view((*indices.shape[:axis], 1, *indices.shape[axis:])),
+        ctx.backend.from_numpy(positions),
+        ctx.backend.from_numpy(np.array(size, np.int32)),
+        ctx.backend.from_numpy(np.array(0, np.int32)),
+        off,
+        on,
+    ]
+    steps = (
+        step("Cast", [0], "int32"),  # 6: the index, truncated
+        step("Add", [6, 2], "int32"),  # 7: counted from the end
+        step("Less", [6, 3], "bool"),
+        step("Where", [8, 7, 6], "int32"),
+        step("Equal", [9, 1], "bool"),
+        step("Where", [10, 5, 4], values.dtype.name),
+    )
+    return run_chain(ctx, steps, inputs, "one_hot")
+
+
 def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
     batch, depth = int(ctx.attrs.get("batch_dims", 0)), indices.shape[-1]
     if indices.shape[:batch] != data.shape[:batch] or not 1 <= depth <= len(data.shape) - batch:
