@@ -4,14 +4,20 @@ The reference is ``load_silero_vad(onnx=True)`` (silero's ``OnnxWrapper`` over t
 ``silero_vad.onnx``) on real read speech, ``beckett.wav`` of the moonshine-voice wheel,
 alone and between stretches of silence and low noise. Speech probabilities agree within
 1e-5 absolute (float32 LSTM steps summed in another order); timestamps are equal, sample
-for sample. Needs ``scripts/fetch-models silero-vad beckett-speech``.
+for sample. On WebGPU (three seconds of the speech: two phrases) the If-less opset 18 export
+runs whole on the GPU; the main model's LSTM has no GPU kernel, so WebGPU alone refuses it by
+name and ["webgpu", "cpu"] places the LSTM alone on the CPU, both within the same tolerances.
+Needs ``scripts/fetch-models silero-vad beckett-speech``.
 """
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 import torch
+from spawnml import InvalidArgumentError, UnsupportedOperatorError
 from spawnml_models.assets import asset_file
 from spawnml_models.vad import (
     MODEL_ASSET,
@@ -23,12 +29,16 @@ from spawnml_models.vad import (
     speech_segments,
 )
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
 
 PROBABILITY_ATOL = 1e-5
 SPEECH_ASSET, SPEECH_FILE = "beckett-speech", "beckett.wav"
+IFLESS_FILE = "silero_vad_op18_ifless.onnx"
+#: The first two phrases of beckett.wav: short enough for a software Vulkan device.
+GPU_CLIP = 3 * SAMPLE_RATE
 PARAMETERS = (
     SegmentationParameters(),
     SegmentationParameters(
@@ -81,12 +91,13 @@ def reference_probabilities(model, audio: np.ndarray) -> np.ndarray:
 
 
 def reference_segments(
-    silero, audio: np.ndarray, parameters: SegmentationParameters
+    silero, audio: np.ndarray, parameters: SegmentationParameters, model=None
 ) -> list[tuple[int, int]]:
-    get_speech_timestamps, _, model = silero
+    """``get_speech_timestamps`` with silero's own model, or ``model`` (an ``OnnxWrapper``)."""
+    get_speech_timestamps, _, default = silero
     found = get_speech_timestamps(
         torch.from_numpy(audio),
-        model,
+        model or default,
         threshold=parameters.threshold,
         neg_threshold=parameters.neg_threshold,
         min_speech_duration_ms=parameters.min_speech_duration_ms,
@@ -96,7 +107,7 @@ def reference_segments(
     return [(segment["start"], segment["end"]) for segment in found]
 
 
-@pytest.mark.parametrize("model_file", [MODEL_FILE, "silero_vad_op18_ifless.onnx"])
+@pytest.mark.parametrize("model_file", [MODEL_FILE, IFLESS_FILE])
 @pytest.mark.parametrize("padded", [False, True], ids=["speech", "with-silence"])
 def test_probabilities_match_onnxruntime(silero, speech, model_file, padded):
     audio = padded_with_silence(speech) if padded else speech
@@ -130,3 +141,61 @@ def test_beckett_segments(silero, pipeline, speech):
     ]
     assert [(segment.start, segment.end) for segment in segments] == expected
     assert reference_segments(silero, speech, SegmentationParameters()) == expected
+
+
+def placements(pipeline: VADPipeline) -> collections.Counter[tuple[str, str]]:
+    return collections.Counter((op, provider) for _, op, provider in pipeline.session.placement())
+
+
+def assert_matches_silero(silero, pipeline: VADPipeline, path, audio: np.ndarray) -> None:
+    """Probabilities within PROBABILITY_ATOL of silero's OnnxWrapper over the same file, and its
+    get_speech_timestamps segments exactly."""
+    wrapper = silero[1](str(path), force_onnx_cpu=True)
+    probabilities = pipeline.probabilities(audio)
+    np.testing.assert_allclose(
+        probabilities, reference_probabilities(wrapper, audio), rtol=0, atol=PROBABILITY_ATOL
+    )
+    segments = [
+        (s.start, s.end) for s in speech_segments(probabilities, len(audio), SegmentationParameters())
+    ]
+    assert segments == reference_segments(silero, audio, SegmentationParameters(), wrapper)
+    assert len(segments) == 2
+
+
+def test_ifless_model_whole_on_webgpu_matches_silero(silero, speech):
+    backend_or_skip("webgpu")
+    path = require(lambda: asset_file(MODEL_ASSET, IFLESS_FILE))
+    gpu = VADPipeline(path, providers=["webgpu"])
+    assert {provider for _, provider in placements(gpu)} == {"webgpu"}
+    assert_matches_silero(silero, gpu, path, speech[:GPU_CLIP])
+
+
+def test_main_model_on_webgpu_names_the_lstm_and_runs_it_on_the_cpu_after_it(silero, speech):
+    """The model's Ifs are gone at load (sr bound to 16 kHz); its LSTM is the one operator WebGPU
+    lacks: refused by name alone, placed on the CPU with its transfers listed after ["webgpu", "cpu"]."""
+    backend_or_skip("webgpu")
+    path = require(lambda: asset_file(MODEL_ASSET, MODEL_FILE))
+    with pytest.raises(UnsupportedOperatorError) as refused:
+        VADPipeline(path, providers=["webgpu"])
+    assert [(op.domain, op.op_type, op.count) for op in refused.value.operators] == [("", "LSTM", 1)]
+    assert "ai.onnx::LSTM (opset 16, 1 node): webgpu: no webgpu kernel" in str(refused.value)
+    mixed = VADPipeline(path, providers=["webgpu", "cpu"])
+    assert {op for op, provider in placements(mixed) if provider == "cpu"} == {"LSTM"}
+    assert "If" not in {op for op, _ in placements(mixed)}
+    (lstm,) = [name for name, op, _ in mixed.session.placement() if op == "LSTM"]
+    assert {(t.source, t.target) for t in mixed.session.transfers() if t.node == lstm} == {("webgpu", "cpu")}
+    assert_matches_silero(silero, mixed, path, speech[:GPU_CLIP])
+
+
+def test_a_model_without_silero_inputs_is_refused(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["input"], ["output"])],
+        "not_vad",
+        [onnx.helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [1, 576])],
+        [onnx.helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [1, 576])],
+    )
+    path = tmp_path / "relu.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+    with pytest.raises(InvalidArgumentError, match=r"not a Silero VAD model: its inputs are \['input'\]"):
+        VADPipeline(path)

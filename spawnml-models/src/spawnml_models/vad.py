@@ -2,8 +2,11 @@
 
 The ONNX model scores one 512-sample chunk of 16 kHz audio at a time, preceded by the
 last 64 samples of the chunk before, and carries an LSTM state from chunk to chunk, as
-silero-vad's own ``OnnxWrapper`` runs it. :func:`speech_segments` turns the probabilities
-into segments by the rules of ``silero_vad.get_speech_timestamps``.
+silero-vad's own ``OnnxWrapper`` runs it. The graph is bound to that stream at load (``sr``
+a constant 16 kHz, ``input`` and ``state`` of fixed shapes), so the session keeps only the
+branches of the model's ``If`` nodes that the stream takes and runs on providers without
+control flow; the state stays on the device between chunks. :func:`speech_segments` turns the
+probabilities into segments by the rules of ``silero_vad.get_speech_timestamps``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 import spawnml
 from spawnml import InvalidArgumentError
 from spawnml.cli import Command
+from spawnml.ir import Graph, Value
 
 from .assets import asset_file
 
@@ -77,7 +81,8 @@ class VADPipeline:
 
     def __init__(self, model: str | Path | None = None, providers: Sequence[str] | None = None) -> None:
         model = model if model is not None else asset_file(MODEL_ASSET, MODEL_FILE)
-        self.session = spawnml.InferenceSession(os.fspath(model), providers=providers)
+        graph = streaming_graph(spawnml.load(os.fspath(model)), model)
+        self.session = spawnml.InferenceSession(graph, providers=providers)
 
     def __call__(
         self, audio: np.ndarray, parameters: SegmentationParameters | None = None
@@ -97,12 +102,29 @@ class VADPipeline:
         padded[: len(audio)] = audio
         state = np.zeros(STATE_SHAPE, dtype=np.float32)
         context = np.zeros((1, CONTEXT), dtype=np.float32)
-        rate = np.array(SAMPLE_RATE, dtype=np.int64)
         for chunk in padded.reshape(-1, 1, CHUNK):
-            feeds = {"input": np.concatenate([context, chunk], axis=1), "state": state, "sr": rate}
-            probability, state = self.session.run(None, feeds)
+            feeds = {"input": np.concatenate([context, chunk], axis=1), "state": state}
+            probability, state = self.session.run_with_tensors(None, feeds)
             context = chunk[:, -CONTEXT:]
-            yield float(np.asarray(probability).reshape(-1)[0])
+            yield float(probability.numpy().reshape(-1)[0])
+
+
+def streaming_graph(graph: Graph, model: str | Path) -> Graph:
+    """``graph`` as :meth:`VADPipeline.stream` runs it: ``sr`` the constant :data:`SAMPLE_RATE`,
+    ``input`` one chunk after its context and ``state`` one stream's."""
+    names = sorted(value.name for value in graph.inputs)
+    if names != ["input", "sr", "state"]:
+        raise InvalidArgumentError(
+            f"{model} is not a Silero VAD model: its inputs are {names}, not ['input', 'sr', 'state']"
+        )
+    shapes = {"input": (1, CONTEXT + CHUNK), "state": STATE_SHAPE}
+    graph.inputs = [
+        Value(value.name, np.dtype(np.float32), shapes[value.name])
+        for value in graph.inputs
+        if value.name in shapes
+    ]
+    graph.initializers["sr"] = np.array(SAMPLE_RATE, dtype=np.int64)
+    return graph
 
 
 def speech_segments(
