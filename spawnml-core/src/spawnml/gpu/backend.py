@@ -81,17 +81,18 @@ class GPUBackend(Backend):
         """An uninitialised tensor; :class:`DeviceMemoryError` names it when the device cannot hold it."""
         shape = tuple(int(d) for d in shape)
         nbytes = math.prod(shape) * physical(dtype).bits // 8
-        tensor = f"a {np.dtype(dtype)} tensor of shape {list(shape)} ({nbytes:,} bytes)"
         runtime = self.runtime
         if nbytes > runtime.max_buffer_bytes:
             raise DeviceMemoryError(
-                f"{tensor} is past the {runtime.max_buffer_bytes:,} bytes one {self.name} kernel may bind "
-                f"on {runtime.describe()}"
+                f"{_described(shape, dtype, nbytes)} is past the {runtime.max_buffer_bytes:,} bytes one "
+                f"{self.name} kernel may bind on {runtime.describe()}"
             )
         try:
             storage = Storage(runtime, nbytes)
         except DeviceMemoryError as error:
-            raise DeviceMemoryError(f"{tensor} could not be allocated: {error.detail}") from error
+            raise DeviceMemoryError(
+                f"{_described(shape, dtype, nbytes)} could not be allocated: {error.detail}"
+            ) from error
         return DeviceArray(storage, shape, np.dtype(dtype))
 
     def discard(self, buffer: DeviceArray) -> None:
@@ -220,3 +221,8 @@ class GPUBackend(Backend):
         count = "n" if "n" in {p.name for p in k.scalars} else "rows"
         scalars = {count: threads, "width": across * k.workgroup[0], **scalars}
         self.launch(k, buffers, (across, down), **scalars)
+
+
+def _described(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> str:
+    """A tensor named in an allocation error (built only then: ``empty`` runs once per kernel)."""
+    return f"a {np.dtype(dtype)} tensor of shape {list(shape)} ({nbytes:,} bytes)"
