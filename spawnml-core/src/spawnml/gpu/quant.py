@@ -1,0 +1,133 @@
+"""QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU to and from 8- and 16-bit
+integers, as generated elementwise chains.
+
+A scale or zero point applies per tensor, per slice along ``axis`` (a view), or per block of
+``block_size`` along it (gathered to the axis' length first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import KernelContext
+from ..dtypes import from_onnx
+from ..errors import InvalidArgumentError
+from ..ir import Node
+from ..kernel.library.chain import step
+from .array import DeviceArray
+from .fused import run_chain
+from .reduce import reduce
+from .table import FLOAT32, GPU_KERNELS, _axis, take
+
+#: The integer types a quantized tensor may have on the GPU.
+QUANTIZED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+
+
+def _check(node: Node, opset: int) -> str | None:
+    code = node.attrs.get("output_dtype", 0)
+    if code and from_onnx(int(code)) not in QUANTIZED:
+        return f"output_dtype {from_onnx(int(code))} is not one of {', '.join(map(str, QUANTIZED))}"
+    if node.attrs.get("precision", 0) not in (0, 1):
+        return f"precision={node.attrs['precision']}: the GPU computes in float32 only"
+    return None
+
+
+def _along(ctx: KernelContext, param: DeviceArray, shape: tuple[int, ...]) -> DeviceArray:
+    """A scale or zero point shaped to broadcast against ``shape``: per tensor, axis or block."""
+    block = int(ctx.attrs.get("block_size", 0))
+    if param.size == 1 and not block:
+        return param.view(())
+    axis = _axis(int(ctx.attrs.get("axis", 1)), len(shape))
+    if block:
+        owner = np.arange(shape[axis], dtype=np.int32) // block
+        if len(param.shape) != len(shape) or param.shape[axis] * block < shape[axis]:
+            raise InvalidArgumentError(
+                f"a blocked scale of shape {list(param.shape)} does not cover {list(shape)} "
+                f"in blocks of {block}"
+            )
+        return take(ctx, param, ctx.backend.from_numpy(owner), axis)
+    if param.size != shape[axis]:
+        raise InvalidArgumentError(f"{param.size} scales for axis {axis} of length {shape[axis]}")
+    return param.view((param.size, *[1] * (len(shape) - axis - 1)))
+
+
+@GPU_KERNELS.register("QuantizeLinear", since=10, check=_check, dtypes=FLOAT32)
+def quantize(
+    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
+) -> DeviceArray:
+    """``saturate(round_half_even(x / scale) + zero_point)`` in the zero point's type (else
+    ``output_dtype``, else uint8)."""
+    code = ctx.attrs.get("output_dtype", 0)
+    dtype = (
+        zero_point.dtype if zero_point is not None else from_onnx(int(code)) if code else np.dtype(np.uint8)
+    )
+    if dtype not in QUANTIZED:
+        raise InvalidArgumentError(
+            f"QuantizeLinear to {dtype} on the GPU; it takes {list(map(str, QUANTIZED))}"
+        )
+    zero_point = (
+        ctx.backend.from_numpy(np.zeros((), dtype))
+        if zero_point is None
+        else _along(ctx, zero_point, x.shape)
+    )
+    return _quantized(ctx, x, _along(ctx, scale, x.shape), zero_point, dtype)
+
+
+def _quantized(
+    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray, dtype: np.dtype
+) -> DeviceArray:
+    info = np.iinfo(dtype)
+    bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
+    steps = (
+        step("Div", [0, 1], "float32"),  # 5
+        step("Round", [5], "float32"),
+        step("Cast", [2], "float32"),
+        step("Add", [6, 7], "float32"),
+        step("Clip", [8, 3, 4], "float32", {"has_min": True, "has_max": True}),
+        step("Cast", [9], dtype.name),
+    )
+    return run_chain(ctx, steps, [x, scale, zero_point, *bounds], "quantize_linear")
+
+
+@GPU_KERNELS.register("DequantizeLinear", since=10, check=_check, dtypes=(*QUANTIZED, np.int32))
+def dequantize(
+    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
+) -> DeviceArray:
+    """``(x - zero_point) * scale``, the difference taken in the integers."""
+    zero_point = (
+        ctx.backend.from_numpy(np.zeros((), x.dtype))
+        if zero_point is None
+        else _along(ctx, zero_point, x.shape)
+    )
+    steps = (
+        step("Sub", [0, 2], "int32"),  # 3
+        step("Cast", [3], "float32"),
+        step("Mul", [4, 1], "float32"),
+    )
+    return run_chain(ctx, steps, [x, _along(ctx, scale, x.shape), zero_point], "dequantize_linear")
+
+
+@GPU_KERNELS.register("DynamicQuantizeLinear", since=11, dtypes=FLOAT32)
+def dynamic_quantize(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
+    """uint8 ``x`` over the range ``[min(0, x), max(0, x)]``, with the scale and zero point it took."""
+    low, high = (reduce(ctx, kind, x.view((x.size,)), None).view(()) for kind in ("Min", "Max"))
+    zero, levels, one = (ctx.backend.from_numpy(np.array(v, np.float32)) for v in (0, 255, 1))
+    steps = (
+        step("Min", [0, 2], "float32"),  # 5: low, with 0
+        step("Max", [1, 2], "float32"),  # 6: high, with 0
+        step("Sub", [6, 5], "float32"),
+        step("Div", [7, 3], "float32"),
+        step("Greater", [6, 5], "bool"),
+        step("Where", [9, 8, 4], "float32"),  # 10: the scale, 1 for an empty range
+    )
+    scale = run_chain(ctx, steps, [low, high, zero, levels, one], "dynamic_quantize_scale")
+    steps = (
+        step("Min", [0, 2], "float32"),  # 4: low, with 0
+        step("Neg", [4], "float32"),
+        step("Div", [5, 1], "float32"),
+        step("Round", [6], "float32"),
+        step("Clip", [7, 2, 3], "float32", {"has_min": True, "has_max": True}),
+        step("Cast", [8], "uint8"),
+    )
+    zero_point = run_chain(ctx, steps, [low, scale, zero, levels], "dynamic_quantize_zero_point")
+    return _quantized(ctx, x, scale, zero_point, np.dtype(np.uint8)), scale, zero_point
