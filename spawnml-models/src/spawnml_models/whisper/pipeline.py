@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import spawnml
 import tokenizers
+from spawnml import ModelLoadError
 
 from ..assets import asset_file
 from ..ctranslate2 import read_ctranslate2
@@ -30,6 +31,7 @@ from .graph import ENCODER_OUTPUT, WhisperConfig, build_decoder_graph, build_enc
 MODEL_ASSET = "whisper-tiny-en"
 FRAME_SECONDS = HOP_LENGTH / SAMPLE_RATE
 FRAMES_PER_TOKEN = 2  # the encoder's second convolution has stride 2
+MULTILINGUAL_VOCAB = 51865  # English-only Whisper vocabularies have 51864 tokens
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class SpeechRecognitionPipeline:
         folder = Path(model) if model is not None else asset_file(MODEL_ASSET, "model.bin").parent
         weights = read_ctranslate2(folder / "model.bin")
         self.config = WhisperConfig.from_model(weights)
+        if self.config.vocab >= MULTILINGUAL_VOCAB:
+            raise ModelLoadError(
+                f"{folder} holds a multilingual Whisper model ({self.config.vocab} tokens); this pipeline "
+                "runs English-only models (no language or task tokens in its prompt)"
+            )
         self.encoder = spawnml.InferenceSession(build_encoder_graph(weights), providers=providers)
         self.decoder = spawnml.InferenceSession(build_decoder_graph(weights), providers=providers)
         self.tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
