@@ -152,3 +152,31 @@ def test_conv_keeps_nan_where_the_reference_has_it():
         ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
         np.testing.assert_array_equal(np.isnan(ours), np.isnan(reference))
         assert np.isnan(ours).any()
+
+
+#: Convolutions large enough that two threads split them (tiles of rows, pixel ranges, channel
+#: ranges), in batches of two.
+SPLIT_CASES = {
+    "depthwise": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+    "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}),
+    "pointwise": ((2, 64, 28, 28), (96, 64, 1, 1), {}),
+    "im2col-tiles": ((2, 32, 40, 40), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "im2col-grouped": (
+        (1, 48, 65, 60),
+        (48, 12, 3, 3),
+        {"group": 4, "strides": [2, 1], "pads": [1, 0, 1, 2]},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_CASES))
+def test_conv_split_over_two_threads_matches_onnxruntime(name):
+    from spawnml_cpu.kernels.threads import part_count
+    from threadpoolctl import threadpool_limits
+
+    x_shape, w_shape, attrs = SPLIT_CASES[name]
+    feeds = _feeds(x_shape, w_shape, np.float32, seed=2)
+    with threadpool_limits(2, user_api="blas"):
+        assert part_count(10**8, limit=64) > 1
+        ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)

@@ -5,14 +5,19 @@ of :mod:`.loops`: depthwise ones directly, 1x1 ones as one GEMM per group on the
 itself, the others as im2col + GEMM over tiles of output rows whose patches stay in cache.
 1-D ones whose patches fit in one such tile (audio frames, a recurrent model's encoder) copy
 them with one strided numpy copy instead, as their cost is all in the calls.
-Bias and a clamping activation (FusedConv's Relu and Clip) are applied in the same pass
-that finishes the output. Other ranks and types take the N-d numpy path: im2col through a
-sliding-window view, or one multiply-add per kernel tap when depthwise.
+On several threads (see :mod:`.threads`), a large one is cut into ranges of channels
+(depthwise), of pixels (1x1) or into tiles of rows that the threads share; every one runs
+with BLAS single-threaded. Bias and a clamping activation (FusedConv's Relu and Clip) are
+applied in the same pass that finishes the output. Other ranks and types take the N-d numpy
+path: im2col through a sliding-window view, or one multiply-add per kernel tap when depthwise.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -21,9 +26,12 @@ from spawnml.ops.shapes import transposed_windows, window_attrs
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
+from .threads import part_count, run_parts
 
 #: Elements of the patch matrix im2col fills at a time (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
+#: What one multiply-add of the depthwise loop costs, in GEMM multiply-adds (it is bound by memory).
+_DEPTHWISE_COST = 10
 #: Element types the compiled loops take.
 _COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -134,7 +142,8 @@ def _convolve_2d(
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
 ) -> np.ndarray:
-    """A 2-D convolution of C-contiguous ``x`` on the compiled loops."""
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its work split over the
+    backend's threads where it is large enough."""
     from . import loops
 
     batch, channels = x.shape[:2]
@@ -144,29 +153,73 @@ def _convolve_2d(
         return y
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
     low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
+    pixels = math.prod(windows.out)
+    work = batch * outputs * pixels * w[0].size
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
-        loops.depthwise_conv2d(
-            x, weights, shift, windows.strides, windows.dilations, windows.begins, low, high, y
-        )
+        run_parts(_depthwise_parts(windows, x, weights, shift, low, high, y, work * _DEPTHWISE_COST))
         return y
     weights = w.reshape(group, outputs // group, -1)
-    pixels = math.prod(windows.out)
     pointwise = _is_pointwise(windows, x.shape[2:])
+    count = part_count(work, limit=pixels)
+    parts = []
     for n in range(batch):
         target = y[n].reshape(group, outputs // group, pixels)
         if pointwise:
-            grouped_matmul(weights, x[n].reshape(group, -1, pixels), target)
+            image = x[n].reshape(group, -1, pixels)
+            parts += [
+                partial(grouped_matmul, weights, image[..., span], target[..., span])
+                for span in _spans(pixels, count)
+            ]
         else:
-            _im2col_gemm(windows, x[n], weights, target)
+            parts += _im2col_gemm_parts(windows, x[n], weights, target, count)
+    run_parts(parts)
     if bias is not None or clamp is not None:
         loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high)
     return y
 
 
-def _im2col_gemm(windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray) -> None:
+def _depthwise_parts(
+    windows: Windows,
+    x: np.ndarray,
+    weights: np.ndarray,
+    shift: np.ndarray,
+    low: np.floating,
+    high: np.floating,
+    y: np.ndarray,
+    work: int,
+) -> list[Callable[[], None]]:
+    """The depthwise loop over ranges of input channels of each image (with their output channels)."""
+    from . import loops
+
+    batch, channels = x.shape[:2]
+    multiplier = y.shape[1] // channels
+    parts = []
+    for n in range(batch):
+        for span in _spans(channels, part_count(work // batch, limit=channels)):
+            outs = slice(span.start * multiplier, span.stop * multiplier)
+            parts.append(
+                partial(
+                    loops.depthwise_conv2d,
+                    x[n : n + 1, span],
+                    weights[outs],
+                    shift[outs],
+                    windows.strides,
+                    windows.dilations,
+                    windows.begins,
+                    low,
+                    high,
+                    y[n : n + 1, outs],
+                )
+            )
+    return parts
+
+
+def _im2col_gemm_parts(
+    windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray, count: int
+) -> list[Callable[[], None]]:
     """``y (G, M/G, OH * OW)`` = the convolution of one image ``x (C, H, W)``, as im2col + GEMM over
-    tiles of output rows, so that each tile's patches stay in cache."""
+    tiles of output rows (at least ``count``), so that each tile's patches stay in cache."""
     from . import loops
 
     phases, pitch = loops.phases2d(
@@ -174,13 +227,22 @@ def _im2col_gemm(windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.nda
     )
     rows, columns = windows.out
     depth = x.shape[0] * math.prod(windows.kernel)
-    step = max(1, _TILE // (depth * columns))
-    for first in range(0, rows, step):
-        count = min(step, rows - first)
-        cols = np.empty((x.shape[0], *windows.kernel, count, columns), dtype=x.dtype)
+    step = max(1, min(_TILE // (depth * columns), -(-rows // count)))
+
+    def tile(first: int) -> None:
+        height = min(step, rows - first)
+        cols = np.empty((x.shape[0], *windows.kernel, height, columns), dtype=x.dtype)
         loops.im2col2d(phases, pitch, windows.dilations, first, cols)
-        span = slice(first * columns, (first + count) * columns)
-        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, count * columns), y[:, :, span])
+        span = slice(first * columns, (first + height) * columns)
+        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, height * columns), y[:, :, span])
+
+    return [partial(tile, first) for first in range(0, rows, step)]
+
+
+def _spans(size: int, count: int) -> list[slice]:
+    """``range(size)`` cut into ``count`` consecutive, nearly equal slices."""
+    bounds = [size * index // count for index in range(count + 1)]
+    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
 
 
 def _is_pointwise(windows: Windows, sizes: tuple[int, ...]) -> bool:

@@ -1,7 +1,8 @@
 """Loops compiled with numba for the kernels numpy cannot run in one fast pass.
 
 Imported on first use (numba takes a while to import); compiled once per element type and
-cached next to this file. The loops run on the calling thread without the GIL: numba's
+cached next to this file. The loops run on the calling thread without the GIL, so that
+:mod:`.threads` can run parts of one convolution on several threads at once; numba's
 parallel loops would leave OpenMP threads spinning against the BLAS threads of the GEMMs
 that follow them, which costs far more on a few cores than it gains.
 
