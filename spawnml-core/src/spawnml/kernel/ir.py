@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -236,10 +237,12 @@ class Kernel:
     source: str  # "file:line" of the Python definition
     dtypes: frozenset[Scalar]  # every type the kernel uses
 
-    @property
+    # Cached: read on every launch. (``cached_property`` writes the instance dict, which a frozen
+    # dataclass without slots allows.)
+    @cached_property
     def buffers(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if isinstance(p.type, BufferType))
 
-    @property
+    @cached_property
     def scalars(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if isinstance(p.type, Scalar))
