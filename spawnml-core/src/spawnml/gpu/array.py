@@ -15,8 +15,11 @@ from .runtime import Runtime
 
 #: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
 #: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
-#: when a value does not fit), and bool as 0/1. Reading back narrows to the tensor's own type.
-PHYSICAL: dict[np.dtype, Scalar] = {np.dtype(np.float32): f32} | {
+#: when a value does not fit), and bool as 0/1. float16 is held as float32, which holds each of
+#: its values exactly: kernels compute in float32, Cast to float16 rounds on the device, and other
+#: results keep float32 precision until read. Reading back narrows to the tensor's own type
+#: (rounding to nearest even for float16).
+PHYSICAL: dict[np.dtype, Scalar] = {np.dtype(t): f32 for t in (np.float32, np.float16)} | {
     np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)
 }
 

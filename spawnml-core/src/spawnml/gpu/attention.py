@@ -19,7 +19,7 @@ from ..kernel.library.attention import rotary_embedding as rotary_embedding_kern
 from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS, _broadcast_strides, concatenate, matmul, permuted, where
+from .table import FLOATS, GPU_KERNELS, _broadcast_strides, concatenate, matmul, permuted, where
 
 #: The ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
 QK_MODES = (0, 1, 2, 3)
@@ -40,7 +40,7 @@ def _check(node: Node, opset: int) -> str | None:
     return None
 
 
-@GPU_KERNELS.register("Attention", since=23, check=_check, dtypes=FLOAT32)
+@GPU_KERNELS.register("Attention", since=23, check=_check, dtypes=FLOATS)
 def attention(
     ctx: KernelContext,
     q: DeviceArray,
@@ -98,12 +98,14 @@ def _scalar(ctx: KernelContext, value: float) -> DeviceArray:
 
 
 def _scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
-    return run_chain(ctx, (step("Mul", [0, 1], "float32"),), [x, _scalar(ctx, factor)], "attention_scale")
+    steps = (step("Mul", [0, 1], x.dtype.name),)
+    return run_chain(ctx, steps, [x, _scalar(ctx, factor)], "attention_scale")
 
 
 def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArray:
     """``cap * tanh(scores / cap)``."""
-    steps = (step("Div", [0, 1], "float32"), step("Tanh", [2], "float32"), step("Mul", [3, 1], "float32"))
+    name = scores.dtype.name
+    steps = (step("Div", [0, 1], name), step("Tanh", [2], name), step("Mul", [3, 1], name))
     return run_chain(ctx, steps, [scores, _scalar(ctx, cap)], "attention_soft_cap")
 
 
@@ -159,7 +161,7 @@ def _masked_softmax(
     return biased, probs
 
 
-@GPU_KERNELS.register("RotaryEmbedding", since=23, dtypes=FLOAT32)
+@GPU_KERNELS.register("RotaryEmbedding", since=23, dtypes=FLOATS)
 def rotary_embedding(
     ctx: KernelContext,
     x: DeviceArray,

@@ -9,10 +9,10 @@ from ..backend import KernelContext
 from ..kernel.library.chain import Step, step
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS, matmul, permuted
+from .table import FLOATS, GPU_KERNELS, matmul, permuted
 
 
-@GPU_KERNELS.register("Gemm", dtypes=FLOAT32)
+@GPU_KERNELS.register("Gemm", dtypes=FLOATS)
 def gemm(ctx: KernelContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | None = None) -> DeviceArray:
     a = permuted(ctx, a, [1, 0]) if ctx.attrs.get("transA", 0) else a
     b = permuted(ctx, b, [1, 0]) if ctx.attrs.get("transB", 0) else b

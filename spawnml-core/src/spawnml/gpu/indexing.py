@@ -23,7 +23,7 @@ from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elemen
 from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_rows
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS, _axis, _host, _strides, copy_strided, take, unary
+from .table import FLOATS, GPU_KERNELS, _axis, _host, _strides, cast_to, copy_strided, take
 
 
 @GPU_KERNELS.register("GatherElements", since=11)
@@ -103,12 +103,12 @@ def _row_op(ctx: KernelContext, x: DeviceArray, kernel) -> DeviceArray:
     return out
 
 
-@GPU_KERNELS.register("LogSoftmax", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("LogSoftmax", since=1, dtypes=FLOATS)
 def log_softmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, log_softmax_rows.specialize(T=x.elem))
 
 
-@GPU_KERNELS.register("Hardmax", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("Hardmax", since=1, dtypes=FLOATS)
 def hardmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, hardmax_rows.specialize(T=x.elem))
 
@@ -134,8 +134,7 @@ GPU_KERNELS.register("CumProd", since=26)(lambda ctx, x, axis: cumulative(ctx, x
 
 @GPU_KERNELS.register("CastLike", since=15)
 def cast_like(ctx: KernelContext, x: DeviceArray, like: DeviceArray) -> DeviceArray:
-    target = like.dtype
-    return unary(ctx, "CastBool" if target == np.bool_ else "Cast", x, target)
+    return cast_to(ctx, x, like.dtype)
 
 
 @GPU_KERNELS.register("Range", since=11)

@@ -16,7 +16,7 @@ from ..kernel.library.scan import log_softmax_rows
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS
 
 
 def _total(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
@@ -52,14 +52,14 @@ def nll(
     )
 
 
-@GPU_KERNELS.register("NegativeLogLikelihoodLoss", since=12, dtypes=FLOAT32)
+@GPU_KERNELS.register("NegativeLogLikelihoodLoss", since=12, dtypes=FLOATS)
 def nll_loss(
     ctx: KernelContext, log_prob: DeviceArray, target: DeviceArray, weight: DeviceArray | None = None
 ) -> DeviceArray:
     return nll(ctx, log_prob, target, weight)
 
 
-@GPU_KERNELS.register("SoftmaxCrossEntropyLoss", since=12, dtypes=FLOAT32)
+@GPU_KERNELS.register("SoftmaxCrossEntropyLoss", since=12, dtypes=FLOATS)
 def softmax_cross_entropy(
     ctx: KernelContext, scores: DeviceArray, labels: DeviceArray, weight: DeviceArray | None = None
 ) -> tuple[DeviceArray, DeviceArray]:

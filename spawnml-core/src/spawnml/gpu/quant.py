@@ -17,7 +17,7 @@ from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain
 from .reduce import reduce
-from .table import FLOAT32, GPU_KERNELS, _axis, take
+from .table import FLOATS, GPU_KERNELS, _axis, take
 
 #: The integer types a quantized tensor may have on the GPU.
 QUANTIZED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
@@ -51,7 +51,7 @@ def _along(ctx: KernelContext, param: DeviceArray, shape: tuple[int, ...]) -> De
     return param.view((param.size, *[1] * (len(shape) - axis - 1)))
 
 
-@GPU_KERNELS.register("QuantizeLinear", since=10, check=_check, dtypes=FLOAT32)
+@GPU_KERNELS.register("QuantizeLinear", since=10, check=_check, dtypes=FLOATS)
 def quantize(
     ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
@@ -102,12 +102,12 @@ def dequantize(
     steps = (
         step("Sub", [0, 2], "int32"),  # 3
         step("Cast", [3], "float32"),
-        step("Mul", [4, 1], "float32"),
+        step("Mul", [4, 1], scale.dtype.name),
     )
     return run_chain(ctx, steps, [x, _along(ctx, scale, x.shape), zero_point], "dequantize_linear")
 
 
-@GPU_KERNELS.register("DynamicQuantizeLinear", since=11, dtypes=FLOAT32)
+@GPU_KERNELS.register("DynamicQuantizeLinear", since=11, dtypes=FLOATS)
 def dynamic_quantize(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
     """uint8 ``x`` over the range ``[min(0, x), max(0, x)]``, with the scale and zero point it took."""
     low, high = (reduce(ctx, kind, x.view((x.size,)), None).view(()) for kind in ("Min", "Max"))

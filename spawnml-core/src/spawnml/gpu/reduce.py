@@ -17,13 +17,14 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
+from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
 from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS, _axes, _axis, _host, permuted
+from .table import FLOATS, GPU_KERNELS, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
 _EMPTY = {
@@ -51,7 +52,7 @@ def _shape(x: DeviceArray, reduced: Sequence[int], keep: bool) -> tuple[int, ...
 
 def reduce(ctx: KernelContext, kind: str, x: DeviceArray, axes: DeviceArray | None) -> DeviceArray:
     """The ``kind`` reduction of ``x`` over the node's axes."""
-    if kind in FLOAT_KINDS and x.dtype != np.float32:
+    if kind in FLOAT_KINDS and x.elem != f32:
         raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float32 tensors, not {x.dtype}")
     chosen = _axes(ctx, axes)
     if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
@@ -103,7 +104,7 @@ def _p_one_or_two(node: Node, opset: int) -> str | None:
     return None if node.attrs.get("p", 2) in (1, 2) else f"p={node.attrs['p']} is not 1 or 2"
 
 
-@GPU_KERNELS.register("LpNormalization", check=_p_one_or_two, dtypes=FLOAT32)
+@GPU_KERNELS.register("LpNormalization", check=_p_one_or_two, dtypes=FLOATS)
 def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     """``x`` over its L1 or L2 norm along ``axis``; 0 where the norm is 0."""
     axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
@@ -125,7 +126,7 @@ def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 def _register() -> None:
     for kind in ("Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
         name, since = f"Reduce{kind}", AXES_INPUT_SINCE[f"Reduce{kind}"]
-        dtypes = FLOAT32 if kind in FLOAT_KINDS else None
+        dtypes = FLOATS if kind in FLOAT_KINDS else None
         GPU_KERNELS.register(name, until=since, dtypes=dtypes)(
             lambda ctx, x, _k=kind: reduce(ctx, _k, x, None)
         )

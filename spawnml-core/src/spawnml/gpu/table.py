@@ -29,8 +29,9 @@ from .array import PHYSICAL, DeviceArray
 
 GPU_KERNELS = KernelTable()
 
-#: What the float-only kernels take; declared so that other types are refused at load.
-FLOAT32 = (np.float32,)
+#: What the float-only kernels take (float16 held as float32); declared so that other types are
+#: refused at load.
+FLOATS = (np.float32, np.float16)
 Array = DeviceArray
 TILE = 16
 
@@ -123,12 +124,12 @@ def legacy_operand(ctx: KernelContext, a: Array, b: Array) -> Array:
     return b.view((*b.shape, *[1] * (rank - start - len(b.shape))))
 
 
-@GPU_KERNELS.register("Pow", until=7, dtypes=FLOAT32)
+@GPU_KERNELS.register("Pow", until=7, dtypes=FLOATS)
 def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
     return pow_(ctx, x, legacy_operand(ctx, x, y))
 
 
-@GPU_KERNELS.register("Pow", since=7, dtypes=FLOAT32)
+@GPU_KERNELS.register("Pow", since=7, dtypes=FLOATS)
 def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
     """``x ** y``; an integer exponent is first cast to float32."""
     return binary(ctx, "Pow", x, y if y.dtype == x.dtype else unary(ctx, "Cast", y, x.dtype))
@@ -163,8 +164,13 @@ def _check_cast(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("Cast", since=6, check=_check_cast)
 def cast(ctx: KernelContext, x: Array) -> Array:
-    target = from_onnx(int(ctx.attrs["to"]))
-    return unary(ctx, "CastBool" if target == np.bool_ else "Cast", x, target)
+    return cast_to(ctx, x, from_onnx(int(ctx.attrs["to"])))
+
+
+def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
+    """``x`` as ``target``: to bool by comparing with 0, to float16 rounded to its precision."""
+    op = {np.dtype(np.bool_): "CastBool", np.dtype(np.float16): "CastFloat16"}.get(np.dtype(target), "Cast")
+    return unary(ctx, op, x, target)
 
 
 # Data movement ----------------------------------------------------------------------------
@@ -333,7 +339,7 @@ def _float(x: Array, op: str) -> None:
         raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
 
 
-@GPU_KERNELS.register("MatMul", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("MatMul", since=1, dtypes=FLOATS)
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     _float(a, "MatMul")
     a2 = a.view((1, *a.shape)) if len(a.shape) == 1 else a
@@ -364,7 +370,7 @@ def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
     return out
 
 
-@GPU_KERNELS.register("Softmax", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("Softmax", since=1, dtypes=FLOATS)
 def softmax(ctx: KernelContext, x: Array) -> Array:
     _float(x, "Softmax")
     rank = len(x.shape)
@@ -385,7 +391,7 @@ def _float_stash(node: Node, opset: int) -> str | None:
     return None if code == 1 else f"stash_type={code}: the GPU computes statistics in float32 only"
 
 
-@GPU_KERNELS.register("LayerNormalization", since=17, check=_float_stash, dtypes=FLOAT32)
+@GPU_KERNELS.register("LayerNormalization", since=17, check=_float_stash, dtypes=FLOATS)
 def layer_norm(
     ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
 ) -> tuple[Array, Array, Array]:
@@ -393,7 +399,7 @@ def layer_norm(
     return normalize(ctx, x, scale, bias, centered=True)
 
 
-@GPU_KERNELS.register("RMSNormalization", since=23, check=_float_stash, dtypes=FLOAT32)
+@GPU_KERNELS.register("RMSNormalization", since=23, check=_float_stash, dtypes=FLOATS)
 def rms_norm(ctx: KernelContext, x: Array, scale: Array) -> Array:
     return normalize(ctx, x, scale, None, centered=False)[0]
 
@@ -448,21 +454,21 @@ def _reduce(ctx: KernelContext, x: Array, axes: Array | None, mean: bool) -> Arr
     )
 
 
-@GPU_KERNELS.register("ReduceMean", since=1, until=18, dtypes=FLOAT32)
+@GPU_KERNELS.register("ReduceMean", since=1, until=18, dtypes=FLOATS)
 def reduce_mean(ctx: KernelContext, x: Array) -> Array:
     return _reduce(ctx, x, None, mean=True)
 
 
-@GPU_KERNELS.register("ReduceMean", since=18, dtypes=FLOAT32)
+@GPU_KERNELS.register("ReduceMean", since=18, dtypes=FLOATS)
 def reduce_mean_18(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
     return _reduce(ctx, x, axes, mean=True)
 
 
-@GPU_KERNELS.register("ReduceSum", since=1, until=13, dtypes=FLOAT32)
+@GPU_KERNELS.register("ReduceSum", since=1, until=13, dtypes=FLOATS)
 def reduce_sum(ctx: KernelContext, x: Array) -> Array:
     return _reduce(ctx, x, None, mean=False)
 
 
-@GPU_KERNELS.register("ReduceSum", since=13, dtypes=FLOAT32)
+@GPU_KERNELS.register("ReduceSum", since=13, dtypes=FLOATS)
 def reduce_sum_13(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
     return _reduce(ctx, x, axes, mean=False)

@@ -15,7 +15,7 @@ from ..kernel.ir import f32, u32
 from ..kernel.lang import Buffer, Const, ReadBuffer, global_id, sqrt
 from ..ops.defs.train import DOMAIN
 from .array import DeviceArray
-from .table import FLOAT32, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS
 
 Array = DeviceArray
 
@@ -154,7 +154,7 @@ def _outputs(ctx: KernelContext, like: Array, present: list[bool]) -> list[Array
     return [ctx.backend.empty(like.shape if p else (1,), like.dtype) for p in present]
 
 
-@GPU_KERNELS.register("SGDStep", domain=DOMAIN, dtypes=FLOAT32)
+@GPU_KERNELS.register("SGDStep", domain=DOMAIN, dtypes=FLOATS)
 def sgd(ctx: KernelContext, param: Array, grad: Array, buf: Array | None = None) -> tuple[Array, ...]:
     a = ctx.attrs
     momentum = bool(a["momentum"])
@@ -172,7 +172,7 @@ def sgd(ctx: KernelContext, param: Array, grad: Array, buf: Array | None = None)
     return (out, buf_out) if momentum else (out,)
 
 
-@GPU_KERNELS.register("AdamStep", domain=DOMAIN, dtypes=FLOAT32)
+@GPU_KERNELS.register("AdamStep", domain=DOMAIN, dtypes=FLOATS)
 def adam(
     ctx: KernelContext,
     param: Array,
@@ -206,7 +206,7 @@ def adam(
     return (*outputs[:3], outputs[3] if amsgrad else None)
 
 
-@GPU_KERNELS.register("RMSpropStep", domain=DOMAIN, dtypes=FLOAT32)
+@GPU_KERNELS.register("RMSpropStep", domain=DOMAIN, dtypes=FLOATS)
 def rmsprop(
     ctx: KernelContext,
     param: Array,

@@ -11,7 +11,7 @@ from ..backend import KernelContext
 from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOAT32, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS
 
 BOOL = np.dtype(np.bool_)
 #: Float Mod is refused: ``a - b * trunc(a / b)`` is not the exact remainder ONNX wants.
@@ -61,18 +61,16 @@ def elementwise(
 
 def _register() -> None:
     for op, since in FLOAT_UNARY.items():
-        GPU_KERNELS.register(op, since=since, dtypes=FLOAT32)(
+        GPU_KERNELS.register(op, since=since, dtypes=FLOATS)(
             lambda ctx, x, _op=op: elementwise(ctx, _op, [x])
         )
     for op, since in (("IsNaN", 9), ("IsInf", 10)):
-        GPU_KERNELS.register(op, since=since, dtypes=FLOAT32)(
+        GPU_KERNELS.register(op, since=since, dtypes=FLOATS)(
             lambda ctx, x, _op=op: elementwise(ctx, _op, [x], BOOL)
         )
-    GPU_KERNELS.register("PRelu", since=7, dtypes=FLOAT32)(
-        lambda ctx, x, s: elementwise(ctx, "PRelu", [x, s])
-    )
+    GPU_KERNELS.register("PRelu", since=7, dtypes=FLOATS)(lambda ctx, x, s: elementwise(ctx, "PRelu", [x, s]))
     # Before opset 8 the inputs of Mean and Sum have one shape, which broadcasting keeps.
-    GPU_KERNELS.register("Mean", dtypes=FLOAT32)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
+    GPU_KERNELS.register("Mean", dtypes=FLOATS)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
     GPU_KERNELS.register("Sum")(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
     GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
     GPU_KERNELS.register("Mod", since=10, dtypes=INTEGERS)(lambda ctx, x, y: elementwise(ctx, "Mod", [x, y]))
@@ -95,26 +93,26 @@ def bitwise_not(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 def _gated(ctx: KernelContext, x: DeviceArray, *factors: DeviceArray) -> DeviceArray:
     """``x * sigmoid(alpha * x)``, times each of ``factors``."""
     alpha = ctx.backend.from_numpy(np.array(ctx.attrs.get("alpha", 1.0), np.float32))
-    inputs = [x, alpha, *factors]
-    steps = [step("Mul", [0, 1], "float32"), step("Sigmoid", [len(inputs)], "float32")]
-    steps.append(step("Mul", [0, len(inputs) + 1], "float32"))
+    inputs, name = [x, alpha, *factors], x.dtype.name
+    steps = [step("Mul", [0, 1], name), step("Sigmoid", [len(inputs)], name)]
+    steps.append(step("Mul", [0, len(inputs) + 1], name))
     for index in range(2, len(inputs)):
-        steps.append(step("Mul", [len(inputs) + len(steps) - 1, index], "float32"))
+        steps.append(step("Mul", [len(inputs) + len(steps) - 1, index], name))
     return run_chain(ctx, tuple(steps), inputs, f"gated_{len(factors)}")
 
 
-@GPU_KERNELS.register("Swish", since=24, dtypes=FLOAT32)
+@GPU_KERNELS.register("Swish", since=24, dtypes=FLOATS)
 def swish(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _gated(ctx, x)
 
 
-@GPU_KERNELS.register("SwiGLU", since=28, dtypes=FLOAT32)
+@GPU_KERNELS.register("SwiGLU", since=28, dtypes=FLOATS)
 def swiglu(ctx: KernelContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
     """``a * sigmoid(alpha * a) * b``."""
     return _gated(ctx, a, b)
 
 
-@GPU_KERNELS.register("PRelu", until=7, dtypes=FLOAT32)
+@GPU_KERNELS.register("PRelu", until=7, dtypes=FLOATS)
 def prelu_legacy(ctx: KernelContext, x: DeviceArray, slope: DeviceArray) -> DeviceArray:
     """Before opset 7 a 1-D slope as long as the channel axis is per channel, not broadcast."""
     if len(slope.shape) == 1 and len(x.shape) > 2 and slope.size == x.shape[1] != 1:

@@ -41,7 +41,7 @@ from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
-from .table import FLOAT32, GPU_KERNELS, where
+from .table import FLOATS, GPU_KERNELS, where
 
 Array = DeviceArray
 #: Tile of the matrix-product convolution, and the threads of a workgroup-per-row reduction.
@@ -167,7 +167,7 @@ def convolve(
     return y
 
 
-@GPU_KERNELS.register("Conv", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("Conv", since=1, dtypes=FLOATS)
 def conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
     return convolve(ctx, x, w, b)
 
@@ -183,7 +183,7 @@ def _check_fused_conv(node: Node, opset: int) -> str | None:
     return None
 
 
-@GPU_KERNELS.register("FusedConv", domain=MS_DOMAIN, since=1, check=_check_fused_conv, dtypes=FLOAT32)
+@GPU_KERNELS.register("FusedConv", domain=MS_DOMAIN, since=1, check=_check_fused_conv, dtypes=FLOATS)
 def fused_conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
     """``activation(Conv(x, w) + b)``, the activation applied as each output is stored."""
     name = as_text(ctx.attrs.get("activation", ""))
@@ -191,7 +191,7 @@ def fused_conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -
     return convolve(ctx, x, w, b, (name, params) if name else None)
 
 
-@GPU_KERNELS.register("ConvTranspose", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("ConvTranspose", since=1, dtypes=FLOATS)
 def conv_transpose_(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
     _float(x, "ConvTranspose")
     kernel = ctx.attrs.get("kernel_shape") or w.shape[2:]
@@ -231,7 +231,7 @@ def max_pool_(ctx: KernelContext, x: Array) -> Array | tuple[Array, Array]:
     return (y, indices) if wanted else y
 
 
-@GPU_KERNELS.register("AveragePool", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("AveragePool", since=1, dtypes=FLOATS)
 def average_pool_(ctx: KernelContext, x: Array) -> Array:
     _float(x, "AveragePool")
     windows, y = _pooled(ctx, x)
@@ -242,7 +242,7 @@ def average_pool_(ctx: KernelContext, x: Array) -> Array:
     return y
 
 
-@GPU_KERNELS.register("LpPool", since=2, dtypes=FLOAT32)
+@GPU_KERNELS.register("LpPool", since=2, dtypes=FLOATS)
 def lp_pool_(ctx: KernelContext, x: Array) -> Array:
     _float(x, "LpPool")
     windows, y = _pooled(ctx, x)
@@ -262,12 +262,12 @@ def _global_pool(ctx: KernelContext, x: Array, average: bool) -> Array:
     return y
 
 
-@GPU_KERNELS.register("GlobalAveragePool", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("GlobalAveragePool", since=1, dtypes=FLOATS)
 def global_average_pool(ctx: KernelContext, x: Array) -> Array:
     return _global_pool(ctx, x, average=True)
 
 
-@GPU_KERNELS.register("GlobalMaxPool", since=1, dtypes=FLOAT32)
+@GPU_KERNELS.register("GlobalMaxPool", since=1, dtypes=FLOATS)
 def global_max_pool(ctx: KernelContext, x: Array) -> Array:
     return _global_pool(ctx, x, average=False)
 
@@ -282,7 +282,7 @@ def _check_batch_norm(node: Node, opset: int) -> str | None:
     return None
 
 
-@GPU_KERNELS.register("BatchNormalization", since=6, check=_check_batch_norm, dtypes=FLOAT32)
+@GPU_KERNELS.register("BatchNormalization", since=6, check=_check_batch_norm, dtypes=FLOATS)
 def batch_norm_(ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array) -> Array:
     """Inference: the given mean and variance, one per channel (axis 1)."""
     _float(x, "BatchNormalization")
@@ -321,12 +321,12 @@ def _normalize_groups(
     return y
 
 
-@GPU_KERNELS.register("InstanceNormalization", since=6, dtypes=FLOAT32)
+@GPU_KERNELS.register("InstanceNormalization", since=6, dtypes=FLOATS)
 def instance_norm(ctx: KernelContext, x: Array, scale: Array, bias: Array) -> Array:
     return _normalize_groups(ctx, x, scale, bias, groups=x.shape[1], share=1)
 
 
-@GPU_KERNELS.register("GroupNormalization", since=18, dtypes=FLOAT32)
+@GPU_KERNELS.register("GroupNormalization", since=18, dtypes=FLOATS)
 def group_norm_(ctx: KernelContext, x: Array, scale: Array, bias: Array) -> Array:
     """Scale and bias are per group before opset 21, per channel since."""
     groups = int(ctx.attrs["num_groups"])
@@ -400,12 +400,12 @@ def _check_legacy(node: Node, opset: int) -> str | None:
     return None if mode in ("nearest", "linear") else f"mode {mode!r} is not supported"
 
 
-@GPU_KERNELS.register("Resize", since=10, until=11, check=_check_legacy, dtypes=FLOAT32)
+@GPU_KERNELS.register("Resize", since=10, until=11, check=_check_legacy, dtypes=FLOATS)
 def resize_10(ctx: KernelContext, x: Array, scales: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
 
 
-@GPU_KERNELS.register("Resize", since=11, check=resample.check, dtypes=FLOAT32)
+@GPU_KERNELS.register("Resize", since=11, check=resample.check, dtypes=FLOATS)
 def resize_11(
     ctx: KernelContext,
     x: Array,
@@ -416,12 +416,12 @@ def resize_11(
     return resize(ctx, x, ctx.attrs, _host(ctx, scales), _host(ctx, sizes), _host(ctx, roi))
 
 
-@GPU_KERNELS.register("Upsample", since=7, until=9, check=_check_legacy, dtypes=FLOAT32)
+@GPU_KERNELS.register("Upsample", since=7, until=9, check=_check_legacy, dtypes=FLOATS)
 def upsample_7(ctx: KernelContext, x: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), ctx.attrs["scales"], None)
 
 
-@GPU_KERNELS.register("Upsample", since=9, until=10, check=_check_legacy, dtypes=FLOAT32)
+@GPU_KERNELS.register("Upsample", since=9, until=10, check=_check_legacy, dtypes=FLOATS)
 def upsample_9(ctx: KernelContext, x: Array, scales: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
 

@@ -174,6 +174,27 @@ def _round_half_even(x: Expr) -> Expr:
     return _select(_cmp(">=", _call("abs", x), const(2.0**23, x)), x, rounded)
 
 
+#: The float16 binades ``[2**e, 2**(e + 1))`` with their spacing ``2**(e - 10)``, largest first;
+#: below ``2**-13`` (subnormals and the smallest binade) the spacing is ``2**-24``.
+_HALF_BINADES = tuple((2.0**e, 2.0 ** (e - 10)) for e in range(15, -14, -1))
+#: From here up a float32 rounds to float16 infinity.
+_HALF_OVERFLOW = 65520.0
+
+
+def _round_to_half(x: Expr) -> Expr:
+    """``x`` rounded to the nearest float16 value (ties to even), held as float32: scaled by its
+    binade's float16 spacing (a power of two, so exactly), rounded to an integer and scaled back;
+    ``±inf`` from 65520 up (``x * FLT_MAX`` overflows with ``x``'s sign); a zero keeps ``x``'s sign
+    (``x * 0``) and NaN stays NaN."""
+    size = _call("abs", x)
+    spacing: Expr = const(2.0**-24, x)
+    for start, step in reversed(_HALF_BINADES):
+        spacing = _select(_cmp(">=", size, const(start, x)), const(step, x), spacing)
+    rounded = _bin("*", _round_half_even(_bin("/", x, spacing)), spacing)
+    signed = _select(_cmp("==", rounded, const(0, x)), _bin("*", x, const(0, x)), rounded)
+    return _select(_cmp(">=", size, const(_HALF_OVERFLOW, x)), _bin("*", x, const(FLT_MAX, x)), signed)
+
+
 def _sign(x: Expr) -> Expr:
     zero = const(0, x)
     keep = x if x.dtype.is_float else zero  # NaN stays NaN, ±0 stays
@@ -361,6 +382,7 @@ OPS: dict[str, ScalarOp] = {
     # Types.
     "Cast": ScalarOp(_cast),
     "CastBool": ScalarOp(lambda args, attrs, r: flag(_cmp("!=", args[0], const(0, args[0])), r)),
+    "CastFloat16": ScalarOp(lambda args, attrs, r: _round_to_half(_cast(args, attrs, r))),
     "IsNaN": ScalarOp(lambda args, attrs, r: flag(is_nan(args[0]), r), float_only=True),
     "IsInf": ScalarOp(_is_inf, float_only=True),
     # Unary math.
