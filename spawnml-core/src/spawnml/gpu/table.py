@@ -296,7 +296,7 @@ def flatten(ctx: KernelContext, x: Array) -> Array:
 
 def _axes(ctx: KernelContext, given: Array | None) -> list[int] | None:
     axes = ctx.attrs.get("axes") if given is None else _host(ctx, given)
-    return None if axes is None else [int(a) for a in axes]
+    return None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
 
 
 @GPU_KERNELS.register("Squeeze", since=1)
