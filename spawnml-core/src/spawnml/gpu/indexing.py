@@ -216,6 +216,7 @@ def one_hot(ctx: KernelContext, indices: DeviceArray, depth: DeviceArray, values
     return run_chain(ctx, steps, inputs, "one_hot")
 
 
+@GPU_KERNELS.register("GatherND", since=11)
 def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
     batch, depth = int(ctx.attrs.get("batch_dims", 0)), indices.shape[-1]
     if indices.shape[:batch] != data.shape[:batch] or not 1 <= depth <= len(data.shape) - batch:
