@@ -121,7 +121,6 @@ KERNELS = {
     "softmax_rows": rows.softmax_rows.specialize(T=f32),
     "layernorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=True),
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
-    "sum_rows": rows.sum_rows.specialize(T=f32),
     "attention_softmax": attention.attention_softmax.specialize(T=f32),
     "rotary_embedding": attention.rotary_embedding.specialize(T=f32),
     "top_k": topk.top_k.specialize(T=f32, LARGEST=True),

@@ -1,4 +1,4 @@
-"""Reductions on the GPU: ReduceMax / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
+"""Reductions on the GPU: ReduceSum / Mean / Max / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
 ArgMax / ArgMin, one thread per output element over generated row kernels; TopK, one thread per row;
 LpNormalization, a norm row kernel and one generated division.
 
@@ -124,7 +124,7 @@ def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 
 
 def _register() -> None:
-    for kind in ("Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
+    for kind in ("Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
         name, since = f"Reduce{kind}", AXES_INPUT_SINCE[f"Reduce{kind}"]
         dtypes = FLOATS if kind in FLOAT_KINDS else None
         GPU_KERNELS.register(name, until=since, dtypes=dtypes)(

@@ -23,7 +23,7 @@ from ..kernel.ir import Kernel, Scalar, f32
 from ..kernel.library.batched_matmul import batched_matmul
 from ..kernel.library.map import map1, map2, map3, with_value
 from ..kernel.library.movement import gather, strided_copy
-from ..kernel.library.rows import layernorm_rows, softmax_rows, sum_rows
+from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import PHYSICAL, DeviceArray
 
@@ -333,15 +333,15 @@ def shape_(ctx: KernelContext, x: Array) -> Array:
     return ctx.backend.from_numpy(np.array(dims, np.int64))
 
 
-# Matrix multiplication, normalization, reductions ----------------------------------------------
+# Matrix multiplication and normalization -------------------------------------------------------
 def _float(x: Array, op: str) -> None:
     if x.elem != f32:
         raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
 
 
-@GPU_KERNELS.register("MatMul", since=1, dtypes=FLOATS)
+@GPU_KERNELS.register("MatMul", since=1, dtypes=(*FLOATS, np.int32))
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
-    _float(a, "MatMul")
+    """Float or int32 products (int32 wrapping on overflow, as numpy's do)."""
     a2 = a.view((1, *a.shape)) if len(a.shape) == 1 else a
     b2 = b.view((*b.shape, 1)) if len(b.shape) == 1 else b
     (m, k), n = a2.shape[-2:], b2.shape[-1]
@@ -351,9 +351,9 @@ def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     out = ctx.backend.empty((*batch, m, n), a.dtype)
     if out.size:
         steps = {"a_step": m * k if a3.size > m * k else 0, "b_step": k * n if b3.size > k * n else 0}
-        if not ctx.backend.library_matmul(a3, b3, out, count, m, n, k, **steps):
+        if a.elem != f32 or not ctx.backend.library_matmul(a3, b3, out, count, m, n, k, **steps):
             grid = (-(-n // TILE), -(-m // TILE), count)
-            kernel = batched_matmul.specialize(T=f32, TILE=TILE)
+            kernel = batched_matmul.specialize(T=a.elem, TILE=TILE)
             ctx.backend.launch(kernel, [a3, b3, out], grid, M=m, N=n, K=k, **steps)
     shape = [*batch, *([m] if len(a.shape) > 1 else []), *([n] if len(b.shape) > 1 else [])]
     return out.view(tuple(shape))
@@ -431,44 +431,3 @@ def _sized(ctx: KernelContext, p: Array | None, shape: tuple[int, ...]) -> Array
     out = ctx.backend.empty(shape, p.dtype)
     copy_strided(ctx, p, out, shape, _broadcast_strides(p.shape, shape), _strides(shape))
     return out
-
-
-def _reduce(ctx: KernelContext, x: Array, axes: Array | None, mean: bool) -> Array:
-    _float(x, "ReduceMean" if mean else "ReduceSum")
-    chosen = _axes(ctx, axes)
-    rank = len(x.shape)
-    if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
-        return x
-    reduced = sorted({_axis(a, rank) for a in chosen} if chosen else range(rank))
-    kept = [i for i in range(rank) if i not in reduced]
-    order = kept + reduced
-    source = x if order == list(range(rank)) else permuted(ctx, x, order)
-    size = math.prod(x.shape[i] for i in reduced)
-    rows = math.prod(x.shape[i] for i in kept)
-    out = ctx.backend.empty((rows,), x.dtype)
-    k = sum_rows.specialize(T=f32)
-    ctx.backend.launch_flat(k, [source, out], rows, D=size, factor=1.0 / size if mean and size else 1.0)
-    keep = ctx.attrs.get("keepdims", 1)
-    return out.view(
-        tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keep or i not in reduced)
-    )
-
-
-@GPU_KERNELS.register("ReduceMean", since=1, until=18, dtypes=FLOATS)
-def reduce_mean(ctx: KernelContext, x: Array) -> Array:
-    return _reduce(ctx, x, None, mean=True)
-
-
-@GPU_KERNELS.register("ReduceMean", since=18, dtypes=FLOATS)
-def reduce_mean_18(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
-    return _reduce(ctx, x, axes, mean=True)
-
-
-@GPU_KERNELS.register("ReduceSum", since=1, until=13, dtypes=FLOATS)
-def reduce_sum(ctx: KernelContext, x: Array) -> Array:
-    return _reduce(ctx, x, None, mean=False)
-
-
-@GPU_KERNELS.register("ReduceSum", since=13, dtypes=FLOATS)
-def reduce_sum_13(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
-    return _reduce(ctx, x, axes, mean=False)

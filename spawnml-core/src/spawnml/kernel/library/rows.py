@@ -1,4 +1,4 @@
-"""Row-wise kernels: one thread per row, for softmax, layer and RMS normalization and sums.
+"""Row-wise kernels: one thread per row, for softmax and layer and RMS normalization.
 
 A row is ``D`` elements ``inner`` apart; row ``r`` starts at ``(r // inner) * D * inner + r % inner``.
 Launch ``rows`` threads over a 2-D grid of ``width`` threads per grid row.
@@ -73,22 +73,3 @@ def layernorm_rows(
         inv_std_out[r] = inv
         for k in range(D):
             out[base + k] = (x[base + k] - mean) * inv * scale[k] + bias[k]
-
-
-@kernel(workgroup=(64,))
-def sum_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
-    rows: u32,
-    width: u32,
-    D: u32,
-    factor: f32,
-    T: Const[Scalar],
-):
-    """``out[r] = factor * sum(x[r * D:(r + 1) * D])`` (``factor`` is ``1 / D`` for a mean)."""
-    r = global_id(1) * width + global_id(0)
-    if r < rows:
-        total = T(0)
-        for k in range(D):
-            total += x[r * D + k]
-        out[r] = total * T(factor)
