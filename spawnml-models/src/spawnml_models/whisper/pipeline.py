@@ -123,8 +123,11 @@ class SpeechRecognitionPipeline:
 
     def decode(self, window: np.ndarray) -> Decoded:
         """Greedy decoding of one window of features ``[80, 3000]`` from ``<|startoftranscript|>``."""
-        cross = self.encode(window)
-        del cross[ENCODER_OUTPUT]
+        return self.generate(self.encode(window))
+
+    def generate(self, encoded: dict[str, spawnml.Tensor]) -> Decoded:
+        """Greedy decoding from ``<|startoftranscript|>`` over a window's :meth:`encode` outputs."""
+        cross = {name: value for name, value in encoded.items() if name != ENCODER_OUTPUT}
         cache = KVCache(self.config)
         token, generated, total_logprob, no_speech_prob = self.tokens.sot, [], 0.0, 0.0
         for step in range(self.config.context // 2):
