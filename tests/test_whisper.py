@@ -10,8 +10,9 @@ read by SpawnML's own reader; both sides compute in float32. Checked:
   ill-conditioned in float32: a float64 PyTorch run of the same layers is 3e-3 from SpawnML there
   and 8e-3 from CTranslate2);
 - the reader against CTranslate2's own writer: a one-layer Whisper with random weights saved by
-  ``ctranslate2.specs.WhisperSpec`` (float16, with an alias) reads back bit for bit, and its
-  encoder (batch 2) matches CTranslate2's within 2e-5 absolute (values reach about 2);
+  ``ctranslate2.specs.WhisperSpec`` (float16, with an alias) reads back bit for bit; on the CPU
+  and, whole, on WebGPU, its encoder (batch 2) and its decoder logits along CTranslate2's greedy
+  tokens match CTranslate2's within 2e-5 absolute (values reach about 2; observed 2e-6);
 - decoder logits along CTranslate2's greedy tokens within 5e-4 absolute (values reach about 36),
   and the tokens banned at each step equal to those CTranslate2's Whisper rules ban;
 - transcripts of real speech equal to faster-whisper's (``beam_size=1``, ``temperature=0``,
@@ -24,6 +25,9 @@ Needs ``scripts/fetch-models whisper-tiny-en beckett-speech``.
 """
 
 from __future__ import annotations
+
+import json
+from dataclasses import replace
 
 import ctranslate2
 import jiwer
@@ -45,12 +49,15 @@ from spawnml_models.vad import read_wav
 from spawnml_models.whisper import (
     SpeechRecognitionPipeline,
     WhisperConfig,
+    build_decoder_graph,
     build_encoder_graph,
     log_mel_spectrogram,
 )
 from spawnml_models.whisper.audio import fit_window, mel_filters
+from spawnml_models.whisper.decoding import TimestampRules
 from spawnml_models.whisper.pipeline import MODEL_ASSET
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
@@ -60,6 +67,7 @@ FEATURE_ATOL = 2e-5
 ENCODER_ATOL, ENCODER_BULK_ATOL = 1e-2, 5e-5
 LOGITS_ATOL = 5e-4
 SMALL_ENCODER_ATOL = 2e-5
+SMALL_LOGITS_ATOL = 2e-5
 SCORE_ATOL = 1e-4
 GREEDY = {"beam_size": 1, "temperature": 0.0, "vad_filter": False, "condition_on_previous_text": False}
 
@@ -104,7 +112,11 @@ def small_model(model_dir, tmp_path_factory):
             scope, attribute = model_spec._parent_scope(name)
             setattr(model_spec.index_spec(spec, scope), attribute, weights[name])
     spec.decoder.projection.weight = weights["decoder/embeddings/weight"]
-    spec.register_vocabulary([f"token{i}" for i in range(51865)])
+    vocabulary = (model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    spec.register_vocabulary([*vocabulary, "<|extra|>"])  # tiny.en's tokens, one more
+    settings = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    spec.config.suppress_ids = settings["suppress_ids"]  # and so tiny.en's decoding rules
+    spec.config.suppress_ids_begin = settings["suppress_ids_begin"]
     spec.validate()
     spec.optimize("float16")
     folder = tmp_path_factory.mktemp("small-whisper")
@@ -194,14 +206,45 @@ def test_reader_reads_what_ctranslate2_writes(small_model):
     assert model.scalar("decoder/activation") == 3  # GELU
 
 
-def test_small_encoder_matches_ctranslate2(small_model):
+@pytest.mark.parametrize("backend", ["cpu", "webgpu"])
+def test_small_model_matches_ctranslate2(small_model, backend, pipeline):
+    """The small model's encoder output, then its decoder logits along CTranslate2's greedy tokens
+    (and the tokens banned at each step), with every node on ``backend``."""
+    backend_or_skip(backend)
     folder, _ = small_model
-    session = spawnml.InferenceSession(build_encoder_graph(read_ctranslate2(folder / "model.bin")))
+    model = read_ctranslate2(folder / "model.bin")
+    encoder, decoder = (
+        spawnml.InferenceSession(build(model), providers=[backend])
+        for build in (build_encoder_graph, build_decoder_graph)
+    )
+    assert {provider for session in (encoder, decoder) for _, _, provider in session.placement()} == {backend}
     features = np.random.default_rng(2).normal(0, 1, (2, 80, 3000)).astype(np.float32)
-    (ours,) = session.run(["encoder_output"], {"features": features})
     reference = ctranslate2.models.Whisper(str(folder), device="cpu", compute_type="float32")
-    theirs = np.array(reference.encode(ctranslate2.StorageView.from_array(features)))
-    np.testing.assert_allclose(ours, theirs, rtol=0, atol=SMALL_ENCODER_ATOL)
+    storage = ctranslate2.StorageView.from_array(features)
+    names = [output.name for output in encoder.get_outputs()]
+    outputs = dict(zip(names, encoder.run(names, {"features": features}), strict=True))
+    np.testing.assert_allclose(
+        outputs.pop("encoder_output"), np.array(reference.encode(storage)), rtol=0, atol=SMALL_ENCODER_ATOL
+    )
+
+    sot = pipeline.tokens.sot  # the small model has tiny.en's tokens (and one more)
+    result = reference.generate(storage, [[sot]] * 2, beam_size=1, max_length=10, return_logits_vocab=True)[0]
+    tokens, theirs = result.sequences_ids[0], np.array(result.logits[0])
+    config = WhisperConfig.from_model(model)
+    feeds = {
+        "input_ids": np.array([[sot, *tokens]] * 2, np.int64),
+        "position_ids": np.tile(np.arange(len(tokens) + 1, dtype=np.int64), (2, 1)),
+        **outputs,
+        **KVCache(config, batch=2).feeds(),
+    }
+    (ours,) = decoder.run(["logits"], feeds)
+    rules = TimestampRules(
+        replace(pipeline.tokens, vocab=config.vocab), pipeline.rules.suppress, pipeline.rules.suppress_begin
+    )
+    for step, row in enumerate(theirs):
+        banned = row < -1e30
+        np.testing.assert_array_equal(np.isneginf(rules.apply(ours[0, step], tokens[:step])), banned)
+        np.testing.assert_allclose(ours[0, step][~banned], row[~banned], rtol=0, atol=SMALL_LOGITS_ATOL)
 
 
 def test_suppressed_tokens_are_faster_whispers(pipeline, reference):
