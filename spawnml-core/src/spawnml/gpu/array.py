@@ -7,6 +7,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidArgumentError
@@ -15,13 +16,13 @@ from .runtime import Runtime
 
 #: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
 #: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
-#: when a value does not fit), and bool as 0/1. float16 is held as float32, which holds each of
-#: its values exactly: kernels compute in float32, Cast to float16 rounds on the device, and other
-#: results keep float32 precision until read. Reading back narrows to the tensor's own type
-#: (rounding to nearest even for float16).
-PHYSICAL: dict[np.dtype, Scalar] = {np.dtype(t): f32 for t in (np.float32, np.float16)} | {
-    np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)
-}
+#: when a value does not fit), and bool as 0/1. float16 and bfloat16 are held as float32, which
+#: holds each of their values exactly: kernels compute in float32, Cast to either rounds on the
+#: device, and other results keep float32 precision until read. Reading back narrows to the
+#: tensor's own type (rounding to nearest even for the 16-bit floats).
+PHYSICAL: dict[np.dtype, Scalar] = {
+    np.dtype(t): f32 for t in (np.float32, np.float16, ml_dtypes.bfloat16)
+} | {np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)}
 
 
 def physical(dtype: np.dtype) -> Scalar:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from functools import cache
 
+import ml_dtypes
 import numpy as np
 
 from ..backend import KernelContext, KernelTable
@@ -21,6 +22,7 @@ from ..ir import Node
 from ..kernel import ir
 from ..kernel.ir import Kernel, Scalar, f32
 from ..kernel.library.batched_matmul import batched_matmul
+from ..kernel.library.bfloat16 import round_to_bfloat16
 from ..kernel.library.map import map1, map2, map3, with_value
 from ..kernel.library.movement import gather, strided_copy
 from ..kernel.library.rows import layernorm_rows, softmax_rows
@@ -29,9 +31,9 @@ from .array import PHYSICAL, DeviceArray
 
 GPU_KERNELS = KernelTable()
 
-#: What the float-only kernels take (float16 held as float32); declared so that other types are
-#: refused at load.
-FLOATS = (np.float32, np.float16)
+#: What the float-only kernels take (the 16-bit floats held as float32); declared so that other
+#: types are refused at load.
+FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
 Array = DeviceArray
 TILE = 16
 
@@ -168,7 +170,11 @@ def cast(ctx: KernelContext, x: Array) -> Array:
 
 
 def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
-    """``x`` as ``target``: to bool by comparing with 0, to float16 rounded to its precision."""
+    """``x`` as ``target``: to bool by comparing with 0, to a 16-bit float rounded to its precision."""
+    if np.dtype(target) == ml_dtypes.bfloat16:
+        out = ctx.backend.empty(x.shape, target)
+        ctx.backend.launch_flat(round_to_bfloat16.specialize(T=x.elem), [x, out], out.size)
+        return out
     op = {np.dtype(np.bool_): "CastBool", np.dtype(np.float16): "CastFloat16"}.get(np.dtype(target), "Cast")
     return unary(ctx, op, x, target)
 
