@@ -1,0 +1,162 @@
+"""Operators of the shared GPU table beyond what the ONNX node tests exercise, on every GPU backend.
+
+Each case is a one-node ONNX model run whole on the GPU provider (its placement is checked),
+compared with a reference: numpy / ml_dtypes for the casts to the 16-bit floats (exactly, over
+every float16, the midpoints between neighbours, their float32 neighbours and values across
+the whole float32 range), PyTorch's ``scaled_dot_product_attention`` for Attention on shapes
+past one workgroup (grouped heads, causal, boolean and additive masks, a key/value cache),
+``torch.nn.functional.rms_norm`` for RMSNormalization and numpy's stable sort for TopK (exactly,
+ties included). Tolerances: 1e-5 relative and absolute for attention and normalization (float32
+sums of up to 200 terms in another order).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+import spawnml
+import torch
+from onnx import TensorProto, helper
+
+from tests.backends import GPU_BACKENDS, backend_or_skip
+
+rng = np.random.default_rng(23)
+
+
+@pytest.fixture(params=GPU_BACKENDS, scope="module")
+def provider(request) -> str:
+    backend_or_skip(request.param)
+    return request.param
+
+
+def model(op: str, inputs: dict[str, np.ndarray], outputs: int = 1, opset: int = 23, **attrs) -> bytes:
+    """A one-node model of ``op`` over ``inputs`` (a name starting with ``_`` leaves that input out)."""
+    names = [n if n[0] != "_" else "" for n in inputs]
+    node = helper.make_node(op, names, [f"y{i}" for i in range(outputs)], **attrs)
+    feeds = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+        for n, v in inputs.items()
+        if n[0] != "_"
+    ]
+    results = [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None) for i in range(outputs)]
+    graph = helper.make_graph([node], op, feeds, results)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10
+    ).SerializeToString()
+
+
+def run(provider: str, onnx_model: bytes, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    session = spawnml.InferenceSession(onnx_model, providers=[provider])
+    assert {p for _, _, p in session.placement()} == {provider}
+    return session.run(None, {n: v for n, v in feeds.items() if n[0] != "_"})
+
+
+def float32_probes() -> np.ndarray:
+    """Every float16, each midpoint between float16 neighbours and its float32 neighbours, and
+    random normal float32 values of exponents from -100 to 100 (float32 subnormals are left to
+    the device), with the signed zeros, infinities and NaN."""
+    halves = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    halves = np.sort(halves[np.isfinite(halves)].astype(np.float32))
+    middles = (halves[:-1].astype(np.float64) + halves[1:]) / 2
+    middles = middles[np.abs(middles) < 65520].astype(np.float32)
+    around = [np.nextafter(middles, np.float32(np.inf)), np.nextafter(middles, np.float32(-np.inf))]
+    spread = rng.standard_normal(20000).astype(np.float32) * np.exp2(rng.integers(-100, 100, 20000)).astype(
+        np.float32
+    )
+    specials = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 3.4e38, -3.4e38], np.float32
+    )
+    return np.concatenate([halves, middles, *around, spread, specials])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
+def test_cast_to_16_bit_floats_rounds_like_numpy(provider, dtype):
+    x = float32_probes()
+    (got,) = run(
+        provider, model("Cast", {"x": x}, to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))), {"x": x}
+    )
+    with np.errstate(over="ignore"):
+        want = x.astype(dtype)
+    assert got.dtype == want.dtype
+    # Widened to float32 (exactly), so that NaN matches NaN and a zero matches either sign:
+    # WGSL implementations need not keep the sign of zero.
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+ATTENTION = [  # (batch, q heads, kv heads, q length, past length, new kv length, head size, attributes)
+    (2, 8, 2, 70, 0, 70, 16, {"is_causal": 1}),
+    (1, 4, 4, 5, 90, 5, 32, {"is_causal": 1}),
+    (2, 6, 3, 33, 0, 65, 8, {"scale": 0.3}),
+    (1, 2, 1, 1, 120, 1, 64, {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("batch", "heads", "kv_heads", "q_len", "past", "kv_len", "size", "attrs"), ATTENTION
+)
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_attention_matches_pytorch(provider, batch, heads, kv_heads, q_len, past, kv_len, size, attrs, mask):
+    total = past + kv_len
+    q = rng.standard_normal((batch, heads, q_len, size)).astype(np.float32)
+    k, v = (rng.standard_normal((batch, kv_heads, kv_len, size)).astype(np.float32) for _ in range(2))
+    feeds = {"q": q, "k": k, "v": v}
+    attn_mask = None
+    if mask == "bool":
+        attn_mask = rng.random((q_len, total)) < 0.8
+        attn_mask[:, 0] = True  # every query sees a key
+    elif mask == "float":
+        attn_mask = rng.standard_normal((batch, 1, q_len, total)).astype(np.float32)
+    feeds["mask" if attn_mask is not None else "_mask"] = attn_mask if attn_mask is not None else np.zeros(0)
+    if past:
+        feeds["past_key"], feeds["past_value"] = (
+            rng.standard_normal((batch, kv_heads, past, size)).astype(np.float32) for _ in range(2)
+        )
+    y, present_key, present_value = run(provider, model("Attention", feeds, outputs=3, **attrs), feeds)
+
+    keys, values = (
+        torch.cat([torch.from_numpy(feeds[f"past_{n}"]), torch.from_numpy(t)], 2)
+        if past
+        else torch.from_numpy(t)
+        for n, t in (("key", k), ("value", v))
+    )
+    bias = torch.zeros(q_len, total)
+    if attrs.get("is_causal"):  # the query block sits after the cache: bottom-right aligned
+        bias = bias.masked_fill(
+            torch.ones(q_len, total, dtype=torch.bool).tril(past).logical_not(), -torch.inf
+        )
+    if attn_mask is not None:
+        given = torch.from_numpy(attn_mask)
+        bias = bias + (torch.zeros(given.shape).masked_fill(~given, -torch.inf) if mask == "bool" else given)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.from_numpy(q), keys, values, attn_mask=bias, scale=attrs.get("scale"), enable_gqa=True
+    )
+    np.testing.assert_allclose(y, want.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(present_key, keys.numpy())
+    np.testing.assert_array_equal(present_value, values.numpy())
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((3, 70, 200), -1), ((4, 5, 6, 7), 2)])
+def test_rms_normalization_matches_pytorch(provider, shape, axis):
+    x = rng.standard_normal(shape).astype(np.float32)
+    scale = rng.standard_normal(shape[axis:]).astype(np.float32)
+    (got,) = run(
+        provider,
+        model("RMSNormalization", {"x": x, "scale": scale}, axis=axis, epsilon=1e-5),
+        {"x": x, "scale": scale},
+    )
+    want = torch.nn.functional.rms_norm(torch.from_numpy(x), shape[axis:], torch.from_numpy(scale), eps=1e-5)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize(("shape", "axis", "k"), [((130, 50), 1, 7), ((6, 40, 9), 1, 40), ((300,), 0, 1)])
+def test_top_k_matches_a_stable_sort(provider, shape, axis, k, largest):
+    x = rng.integers(-5, 5, shape).astype(np.float32)  # many ties: equal values keep index order
+    feeds = {"x": x, "k": np.array([k], np.int64)}
+    values, indices = run(
+        provider, model("TopK", feeds, outputs=2, opset=11, axis=axis, largest=largest), feeds
+    )
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable").take(np.arange(k), axis=axis)
+    np.testing.assert_array_equal(indices, order)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=axis))
