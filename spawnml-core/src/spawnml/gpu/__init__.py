@@ -4,7 +4,21 @@ A GPU backend is a :class:`Runtime` (device, pooled allocator, programs) and a r
 :class:`GPUBackend` does the rest with the library kernels of :mod:`spawnml.kernel`.
 """
 
-from . import attention, control, fused, gemm, indexing, layout, loss, quant, reduce, train, unary, vision  # noqa: F401  (they register on GPU_KERNELS)
+from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when imported)
+    attention,
+    control,
+    fused,
+    gemm,
+    indexing,
+    layout,
+    loss,
+    quant,
+    reduce,
+    sampling,
+    train,
+    unary,
+    vision,
+)
 from .array import PHYSICAL, DeviceArray, Storage, physical
 from .backend import GPUBackend
 from .runtime import Runtime
