@@ -27,6 +27,7 @@ Needs ``scripts/fetch-models whisper-tiny-en beckett-speech``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import ctranslate2
@@ -121,6 +122,7 @@ def small_model(model_dir, tmp_path_factory):
     spec.optimize("float16")
     folder = tmp_path_factory.mktemp("small-whisper")
     spec.save(str(folder))
+    (folder / "tokenizer.json").symlink_to(model_dir / "tokenizer.json")
     return folder, weights
 
 
@@ -305,6 +307,16 @@ def test_pipeline_refuses_multilingual_models(small_model):
     folder, _ = small_model
     with pytest.raises(ModelLoadError, match="multilingual Whisper model \\(51865 tokens\\)"):
         SpeechRecognitionPipeline(folder)
+
+
+def test_pipeline_refuses_incomplete_folders(model_dir, tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match=re.escape("folder: it has no model.bin, tokenizer.json")):
+        SpeechRecognitionPipeline(tmp_path)
+    for name in ("model.bin", "tokenizer.json"):
+        (tmp_path / name).symlink_to(model_dir / name)
+    with pytest.raises(ModelLoadError, match="lacks integer lists suppress_ids and suppress_ids_begin"):
+        SpeechRecognitionPipeline(tmp_path)
 
 
 def test_pipeline_refuses_bad_audio(pipeline):

@@ -29,6 +29,7 @@ from .decoding import TIME_PRECISION, SpecialTokens, TimestampRules, log_softmax
 from .graph import ENCODER_OUTPUT, WhisperConfig, build_decoder_graph, build_encoder_graph, cross_names
 
 MODEL_ASSET = "whisper-tiny-en"
+MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
 FRAME_SECONDS = HOP_LENGTH / SAMPLE_RATE
 FRAMES_PER_TOKEN = 2  # the encoder's second convolution has stride 2
 MULTILINGUAL_VOCAB = 51865  # English-only Whisper vocabularies have 51864 tokens
@@ -68,6 +69,11 @@ class SpeechRecognitionPipeline:
         log_prob_threshold: float = -1.0,
     ) -> None:
         folder = Path(model) if model is not None else asset_file(MODEL_ASSET, "model.bin").parent
+        missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+        if missing:
+            raise ModelLoadError(
+                f"{folder} is not a CTranslate2 Whisper folder: it has no {', '.join(missing)}"
+            )
         weights = read_ctranslate2(folder / "model.bin")
         self.config = WhisperConfig.from_model(weights)
         if self.config.vocab >= MULTILINGUAL_VOCAB:
@@ -80,9 +86,12 @@ class SpeechRecognitionPipeline:
         self.tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokens = SpecialTokens.from_tokenizer(self.tokenizer, self.config.vocab)
         settings = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        self.rules = TimestampRules(
-            self.tokens, tuple(settings["suppress_ids"]), tuple(settings["suppress_ids_begin"])
-        )
+        lists = [settings.get(key) for key in ("suppress_ids", "suppress_ids_begin")]
+        if not all(isinstance(ids, list) and all(isinstance(i, int) for i in ids) for ids in lists):
+            raise ModelLoadError(
+                f"{folder / 'config.json'} lacks integer lists suppress_ids and suppress_ids_begin"
+            )
+        self.rules = TimestampRules(self.tokens, tuple(lists[0]), tuple(lists[1]))
         self.no_speech_threshold = no_speech_threshold
         self.log_prob_threshold = log_prob_threshold
 
