@@ -4,17 +4,22 @@ A small qwen2 model is written here with the ``gguf`` library: random float32 we
 V with biases, grouped-query attention, NeoX-style RoPE) and a byte-level BPE vocabulary with
 Qwen2's pre-tokenizer. transformers loads the same file (``from_pretrained(dir, gguf_file=...)``),
 so the tokenizer, the logits (float32 on both sides: 1e-4 absolute) and 32 greedy tokens decoded
-through the KV cache are compared with a reference that shares no code with ours.
+through the KV cache are compared with a reference that shares no code with ours. On WebGPU the
+whole decoder (attention, rotary embedding, RMS normalization and the KV cache) runs on the GPU
+and is held to the same tolerance, with 8 greedy tokens.
 """
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import numpy as np
 import pytest
 from spawnml_models.llm import TextGenerationPipeline
 from spawnml_models.llm.cache import KVCache
+
+from tests.backends import backend_or_skip
 
 gguf = pytest.importorskip("gguf")
 torch = pytest.importorskip("torch")
@@ -23,6 +28,7 @@ transformers = pytest.importorskip("transformers")
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 64, 2, 4, 2, 128, 128
 LOGITS_ATOL = 1e-4
 NEW_TOKENS = 32
+GPU_TOKENS = 8
 TEXTS = ["the cat sat on the mat", "Hello, world! 123 apples", "line one\nline two\n\n  spaced  out"]
 #: Merges of a toy vocabulary (byte-level spelling: "Ġ" is a space), applied in this order.
 MERGES = [
@@ -144,20 +150,35 @@ def test_tokenizer_matches_transformers(pipeline: TextGenerationPipeline, refere
         assert pipeline.tokenizer.decode(ids) == text
 
 
+def assert_matches_transformers(
+    pipeline: TextGenerationPipeline, reference: tuple, text: str, new_tokens: int
+) -> None:
+    """Logits over the prompt and transformers' greedy tokens, and the tokens decoded through the cache."""
+    tokenizer, model = reference
+    prompt = tokenizer(text, return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(prompt, max_new_tokens=new_tokens, do_sample=False)
+        want = model(out).logits[0].numpy()
+    prompt_ids, tokens = prompt[0].tolist(), out[0, prompt.shape[1] :].tolist()
+    logits = pipeline.forward(prompt_ids + tokens, KVCache(pipeline.config))
+    np.testing.assert_allclose(logits, want, rtol=0, atol=LOGITS_ATOL, err_msg=text)
+    assert list(pipeline.tokens(prompt_ids, new_tokens)) == tokens, text
+    assert len(tokens) == new_tokens
+
+
 def test_logits_and_cached_greedy_tokens_match_transformers(
     pipeline: TextGenerationPipeline, reference: tuple
 ) -> None:
-    tokenizer, model = reference
     for text in TEXTS:
-        prompt = tokenizer(text, return_tensors="pt").input_ids
-        with torch.no_grad():
-            out = model.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False)
-            want = model(out).logits[0].numpy()
-        prompt_ids, tokens = prompt[0].tolist(), out[0, prompt.shape[1] :].tolist()
-        logits = pipeline.forward(prompt_ids + tokens, KVCache(pipeline.config))
-        np.testing.assert_allclose(logits, want, rtol=0, atol=LOGITS_ATOL, err_msg=text)
-        assert list(pipeline.tokens(prompt_ids, NEW_TOKENS)) == tokens, text
-        assert len(tokens) == NEW_TOKENS
+        assert_matches_transformers(pipeline, reference, text, NEW_TOKENS)
+
+
+def test_whole_decoder_on_webgpu_matches_transformers(model_file: Path, reference: tuple) -> None:
+    backend_or_skip("webgpu")
+    gpu = TextGenerationPipeline(model_file, providers=["webgpu"])
+    placed = collections.Counter(provider for _, _, provider in gpu.session.placement())
+    assert set(placed) == {"webgpu"}, placed
+    assert_matches_transformers(gpu, reference, TEXTS[0], GPU_TOKENS)
 
 
 def test_an_unknown_architecture_is_refused(tmp_path: Path) -> None:
