@@ -51,6 +51,7 @@ from spawnml.kernel.library import (
     batched_matmul,
     bfloat16,
     conv,
+    grid_sample,
     matmul,
     movement,
     norm,
@@ -126,6 +127,10 @@ KERNELS = {
     "rotary_embedding": attention.rotary_embedding.specialize(T=f32),
     "top_k": topk.top_k.specialize(T=f32, LARGEST=True),
     "round_to_bfloat16": bfloat16.round_to_bfloat16.specialize(T=i32),
+    "grid_taps": grid_sample.grid_taps.specialize(
+        T=f32, MODE=grid_sample.CUBIC, PADDING=grid_sample.REFLECTION, ALIGN=False, TAPS_PER_AXIS=4
+    ),
+    "gather_taps": grid_sample.gather_taps.specialize(T=f32, TAPS_PER_AXIS=2, VOLUME=True),
     "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),
