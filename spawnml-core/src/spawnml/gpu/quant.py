@@ -1,5 +1,6 @@
 """QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU to and from 8- and 16-bit
-integers, as generated elementwise chains.
+integers, as generated elementwise chains; MatMulInteger and QLinearMatMul as the int32 matrix
+product of the shifted operands, requantized by one more chain.
 
 A scale or zero point applies per tensor, per slice along ``axis`` (a view), or per block of
 ``block_size`` along it (gathered to the axis' length first).
@@ -17,7 +18,7 @@ from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain
 from .reduce import reduce
-from .table import FLOATS, GPU_KERNELS, _axis, take
+from .table import FLOATS, GPU_KERNELS, _axis, matmul, take
 
 #: The integer types a quantized tensor may have on the GPU.
 QUANTIZED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
@@ -131,3 +132,60 @@ def dynamic_quantize(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, D
     )
     zero_point = run_chain(ctx, steps, [low, scale, zero, levels], "dynamic_quantize_zero_point")
     return _quantized(ctx, x, scale, zero_point, np.dtype(np.uint8)), scale, zero_point
+
+
+def _shifted(
+    ctx: KernelContext, x: DeviceArray, zero_point: DeviceArray | None, per_row: bool
+) -> DeviceArray:
+    """``x - zero_point`` in int32; ``a``'s 1-D zero point is per row, ``b``'s per column."""
+    if zero_point is None:
+        return run_chain(ctx, (step("Cast", [0], "int32"),), [x], "to_int32")
+    if per_row and len(zero_point.shape) == 1 and zero_point.size > 1:
+        zero_point = zero_point.view((zero_point.size, 1))
+    return run_chain(ctx, (step("Sub", [0, 1], "int32"),), [x, zero_point], "shifted")
+
+
+@GPU_KERNELS.register("MatMulInteger", since=10, dtypes=QUANTIZED[:2])
+def matmul_integer(
+    ctx: KernelContext,
+    a: DeviceArray,
+    b: DeviceArray,
+    a_zero_point: DeviceArray | None = None,
+    b_zero_point: DeviceArray | None = None,
+) -> DeviceArray:
+    """``(a - a_zero_point) @ (b - b_zero_point)`` in int32, exact for 8-bit operands."""
+    return matmul(ctx, _shifted(ctx, a, a_zero_point, True), _shifted(ctx, b, b_zero_point, False))
+
+
+@GPU_KERNELS.register("QLinearMatMul", since=10, dtypes=QUANTIZED[:2])
+def qlinear_matmul(
+    ctx: KernelContext,
+    a: DeviceArray,
+    a_scale: DeviceArray,
+    a_zero_point: DeviceArray,
+    b: DeviceArray,
+    b_scale: DeviceArray,
+    b_zero_point: DeviceArray,
+    y_scale: DeviceArray,
+    y_zero_point: DeviceArray,
+) -> DeviceArray:
+    """The int32 product requantized: ``round(product * (a_scale * b_scale / y_scale)) + y_zero_point``,
+    saturated to ``y``'s type, the multiplier in float32."""
+    product = matmul_integer(ctx, a, b, a_zero_point, b_zero_point)
+    if len(a_scale.shape) == 1 and a_scale.size > 1:
+        a_scale = a_scale.view((a_scale.size, 1))
+    info = np.iinfo(y_zero_point.dtype)
+    bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
+    steps = (
+        step("Mul", [1, 2], "float32"),  # 7
+        step("Div", [7, 3], "float32"),  # 8: the multiplier
+        step("Cast", [0], "float32"),
+        step("Mul", [9, 8], "float32"),
+        step("Round", [10], "float32"),
+        step("Cast", [4], "float32"),
+        step("Add", [11, 12], "float32"),
+        step("Clip", [13, 5, 6], "float32", {"has_min": True, "has_max": True}),
+        step("Cast", [14], y_zero_point.dtype.name),
+    )
+    inputs = [product, a_scale, b_scale, y_scale, y_zero_point, *bounds]
+    return run_chain(ctx, steps, inputs, "qlinear_matmul")
