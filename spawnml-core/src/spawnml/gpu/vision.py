@@ -1,5 +1,5 @@
 """Vision and normalization operators on the shared GPU table: convolutions (Conv, FusedConv,
-ConvTranspose), pooling, batch / instance / group normalization, Resize and Pad, and the
+ConvTranspose, CausalConvWithState), pooling, batch / instance / group normalization, Resize and Pad, and the
 Constant nodes exported vision models carry.
 
 Window operators run on three spatial axes: a 1-D or 2-D input is viewed with size-1 leading
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -41,7 +41,8 @@ from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
-from .table import FLOATS, GPU_KERNELS, where
+from .table import FLOATS, GPU_KERNELS, _strides, concatenate, copy_strided, where
+from .unary import swish
 
 Array = DeviceArray
 #: Tile of the matrix-product convolution, and the threads of a workgroup-per-row reduction.
@@ -189,6 +190,35 @@ def fused_conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -
     name = as_text(ctx.attrs.get("activation", ""))
     params = tuple(float(p) for p in ctx.attrs.get("activation_params") or ())
     return convolve(ctx, x, w, b, (name, params) if name else None)
+
+
+def _check_causal_activation(node: Node, opset: int) -> str | None:
+    name = as_text(node.attrs.get("activation", "none"))
+    return None if name in ("none", "silu", "swish") else f"activation {name!r} is not none, silu or swish"
+
+
+@GPU_KERNELS.register("CausalConvWithState", since=27, check=_check_causal_activation, dtypes=FLOATS)
+def causal_conv_with_state(
+    ctx: KernelContext, x: Array, w: Array, b: Array | None = None, past_state: Array | None = None
+) -> tuple[Array, Array]:
+    """A depthwise causal 1-D convolution over ``past_state`` (zeros when absent) followed by ``x``,
+    SiLU-activated if asked, and the last ``k - 1`` steps as the next state."""
+    if len(x.shape) != 3 or len(w.shape) != 3 or w.shape[:2] != (x.shape[1], 1):
+        raise InvalidArgumentError(
+            "CausalConvWithState takes input (N, C, L) and weight (C, 1, k), "
+            f"not {list(x.shape)} and {list(w.shape)}"
+        )
+    (batch, channels, length), size = x.shape, w.shape[2]
+    if past_state is None:
+        past_state = ctx.backend.from_numpy(np.zeros((batch, channels, size - 1), x.dtype))
+    padded = concatenate(ctx, [past_state, x], 2)
+    y = convolve(replace(ctx, attrs={"group": channels}), padded, w, b)
+    if as_text(ctx.attrs.get("activation", "none")) != "none":
+        y = swish(replace(ctx, attrs={}), y)
+    state = ctx.backend.empty((batch, channels, size - 1), x.dtype)
+    if state.size:
+        copy_strided(ctx, padded, state, state.shape, _strides(padded.shape), _strides(state.shape), length)
+    return y, state
 
 
 @GPU_KERNELS.register("ConvTranspose", since=1, dtypes=FLOATS)
