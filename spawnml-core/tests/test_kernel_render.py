@@ -57,6 +57,7 @@ from spawnml.kernel.library import (
     norm,
     pad,
     pool,
+    remainder,
     resize,
     rows,
     sum_partial,
@@ -131,6 +132,7 @@ KERNELS = {
         T=f32, MODE=grid_sample.CUBIC, PADDING=grid_sample.REFLECTION, ALIGN=False, TAPS_PER_AXIS=4
     ),
     "gather_taps": grid_sample.gather_taps.specialize(T=f32, TAPS_PER_AXIS=2, VOLUME=True),
+    "float_mod": remainder.float_mod.specialize(RANK=3, FMOD=False),
     "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),

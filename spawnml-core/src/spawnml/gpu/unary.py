@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 
 from ..backend import KernelContext
+from ..kernel.ir import f32
 from ..kernel.library.chain import step
+from ..kernel.library.remainder import float_mod
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS, _broadcast_strides
 
 BOOL = np.dtype(np.bool_)
-#: Float Mod is refused: ``a - b * trunc(a / b)`` is not the exact remainder ONNX wants.
 INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64)
 #: BitShift's types whose bits all live in the device's int32.
 SHIFTABLE = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
@@ -73,7 +74,6 @@ def _register() -> None:
     GPU_KERNELS.register("Mean", dtypes=FLOATS)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
     GPU_KERNELS.register("Sum")(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
     GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
-    GPU_KERNELS.register("Mod", since=10, dtypes=INTEGERS)(lambda ctx, x, y: elementwise(ctx, "Mod", [x, y]))
     GPU_KERNELS.register("BitShift", since=11, dtypes=SHIFTABLE)(
         lambda ctx, x, y: elementwise(ctx, "BitShift", [x, y])
     )
@@ -81,6 +81,22 @@ def _register() -> None:
         GPU_KERNELS.register(f"Bitwise{op}", since=18, dtypes=SHIFTABLE)(
             lambda ctx, x, y, _op=op: elementwise(ctx, _op, [x, y])
         )
+
+
+@GPU_KERNELS.register("Mod", since=10, dtypes=(*INTEGERS, *FLOATS))
+def mod(ctx: KernelContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
+    """Integers by the generated chain; floats by the exact long-division kernel (``a - b * trunc(a /
+    b)`` would round)."""
+    if x.elem != f32:
+        return elementwise(ctx, "Mod", [x, y])
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out = ctx.backend.empty(shape, x.dtype)
+    meta = ctx.backend.constant(
+        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+    )
+    k = float_mod.specialize(RANK=len(shape), FMOD=bool(ctx.attrs.get("fmod", 0)))
+    ctx.backend.launch_flat(k, [x, y, out, meta], out.size)
+    return out
 
 
 @GPU_KERNELS.register("BitwiseNot", since=18, dtypes=SHIFTABLE)

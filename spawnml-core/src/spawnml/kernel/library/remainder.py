@@ -1,0 +1,61 @@
+"""The exact floating-point remainder, for Mod on float tensors.
+
+``a - b * trunc(a / b)`` rounds; instead each thread divides ``|a|`` by ``|b|`` the long way:
+it subtracts the largest ``|b| * 2**k`` that fits, halving, until less than ``|b|`` is left. Each
+subtraction is exact (Sterbenz: the two are within a factor of two), so the result is C's
+``fmod``; with ``FMOD`` off a non-zero result of the other sign than ``b`` takes ``b`` added,
+as numpy's ``mod`` does. A zero divisor, an infinite dividend or a NaN operand gives NaN.
+Operands broadcast like :func:`~spawnml.kernel.library.map.map2`'s; launch ``n`` threads over a
+2-D grid of ``width`` threads per grid row.
+"""
+
+from __future__ import annotations
+
+from ..frontend import kernel
+from ..ir import f32, u32
+from ..lang import Buffer, Const, ReadBuffer, global_id
+
+#: The largest finite float32.
+FLT_MAX = 3.4028234663852886e38
+
+
+@kernel(workgroup=(64,))
+def float_mod(
+    x: ReadBuffer[f32],
+    y: ReadBuffer[f32],
+    out: Buffer[f32],
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    RANK: Const[int],
+    FMOD: Const[bool],
+):
+    """``out[i] = x[.] mod y[.]``; ``dims`` = out shape, x strides, y strides."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        rest = i
+        ix = u32(0)
+        iy = u32(0)
+        for d in range(RANK - 1, -1, -1):
+            coord = rest % dims[d]
+            rest = rest // dims[d]
+            ix += coord * dims[RANK + d]
+            iy += coord * dims[2 * RANK + d]
+        a = x[ix]
+        b = y[iy]
+        left = abs(a)
+        divisor = abs(b)
+        if divisor > f32(0) and left >= divisor and left <= FLT_MAX:
+            step = divisor
+            while step <= left * f32(0.5):
+                step = step * f32(2)
+            while left >= divisor:
+                if left >= step:
+                    left = left - step
+                step = step * f32(0.5)
+        result = -left if a < f32(0) else left
+        if not divisor > f32(0) or abs(a) > FLT_MAX:  # a zero or NaN divisor, an infinite dividend
+            result = (a - a) / (b - b)  # NaN, computed: there is no NaN literal
+        if not FMOD and result != f32(0) and (b < f32(0)) != (result < f32(0)):
+            result = result + b
+        out[i] = result
