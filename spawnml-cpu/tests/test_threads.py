@@ -1,12 +1,19 @@
-"""Splitting a kernel's work over threads: every part runs once, errors reach the caller, and
-BLAS is single-threaded while the parts run and as the caller set it afterwards."""
+"""The CPU backend's threads: split loops run every part once and pass errors on; BLAS runs on one
+thread for small GEMMs and as the caller set it otherwise, and is put back afterwards."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-from spawnml_cpu.kernels.threads import MIN_SPLIT_WORK, part_count, run_parts, thread_count
+from spawnml_cpu.kernels.threads import (
+    BLAS_THREADS_WORK,
+    MIN_SPLIT_WORK,
+    blas_for,
+    part_count,
+    run_parts,
+    thread_count,
+)
 from threadpoolctl import threadpool_limits
 
 
@@ -25,26 +32,34 @@ def test_small_work_and_one_thread_are_never_split():
         assert part_count(10 * MIN_SPLIT_WORK, limit=100) == 1
 
 
-def test_every_part_runs_once_with_blas_on_one_thread():
-    seen: list[tuple[int, int]] = []
+def test_every_part_runs_once_on_the_threads():
+    seen: list[tuple[int, str]] = []
     lock = threading.Lock()
 
     def part(index: int) -> None:
         with lock:
-            seen.append((index, thread_count()))
+            seen.append((index, threading.current_thread().name))
 
     with threadpool_limits(2, user_api="blas"):
         run_parts([lambda index=index: part(index) for index in range(40)])
-        assert thread_count() == 2
     assert sorted(index for index, _ in seen) == list(range(40))
-    assert {threads for _, threads in seen} == {1}
 
 
 def test_an_error_in_a_part_reaches_the_caller():
     def fail() -> None:
         raise ValueError("part failed")
 
+    with threadpool_limits(2, user_api="blas"), pytest.raises(ValueError, match="part failed"):
+        run_parts([lambda: None, fail, lambda: None, lambda: None])
+
+
+def test_blas_is_single_threaded_for_small_gemms_only_and_put_back():
     with threadpool_limits(2, user_api="blas"):
-        with pytest.raises(ValueError, match="part failed"):
-            run_parts([lambda: None, fail, lambda: None, lambda: None])
+        with blas_for(BLAS_THREADS_WORK - 1):
+            assert thread_count() == 1
+        assert thread_count() == 2
+        with blas_for(BLAS_THREADS_WORK):
+            assert thread_count() == 2
+        with pytest.raises(ValueError), blas_for(1):
+            raise ValueError("in a GEMM")
         assert thread_count() == 2

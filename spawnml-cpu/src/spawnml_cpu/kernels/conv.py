@@ -5,16 +5,15 @@ of :mod:`.loops`: depthwise ones directly, 1x1 ones as one GEMM per group on the
 itself, the others as im2col + GEMM over tiles of output rows whose patches stay in cache.
 1-D ones whose patches fit in one such tile (audio frames, a recurrent model's encoder) copy
 them with one strided numpy copy instead, as their cost is all in the calls.
-On several threads (see :mod:`.threads`), a large one is cut into ranges of channels
-(depthwise), of pixels (1x1) or into tiles of rows that the threads share; every one runs
-with BLAS single-threaded. Bias and a clamping activation (FusedConv's Relu and Clip) are
+On several threads (see :mod:`.threads`), a large depthwise one is cut into ranges of
+channels that the threads share, and the GEMMs of the others run on one BLAS thread unless
+they are large. Bias and a clamping activation (FusedConv's Relu and Clip) are
 applied in the same pass that finishes the output. Other ranks and types take the N-d numpy
 path: im2col through a sliding-window view, or one multiply-add per kernel tap when depthwise.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from functools import partial
@@ -26,7 +25,7 @@ from spawnml.ops.shapes import transposed_windows, window_attrs
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
-from .threads import part_count, run_parts
+from .threads import blas_for, part_count, run_parts, spans
 
 #: Elements of the patch matrix im2col fills at a time (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
@@ -142,8 +141,8 @@ def _convolve_2d(
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
 ) -> np.ndarray:
-    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its work split over the
-    backend's threads where it is large enough."""
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops (depthwise ones split over the
+    backend's threads where large enough), its GEMMs on as many BLAS threads as pays."""
     from . import loops
 
     batch, channels = x.shape[:2]
@@ -161,19 +160,13 @@ def _convolve_2d(
         return y
     weights = w.reshape(group, outputs // group, -1)
     pointwise = _is_pointwise(windows, x.shape[2:])
-    count = part_count(work, limit=pixels)
-    parts = []
-    for n in range(batch):
-        target = y[n].reshape(group, outputs // group, pixels)
-        if pointwise:
-            image = x[n].reshape(group, -1, pixels)
-            parts += [
-                partial(grouped_matmul, weights, image[..., span], target[..., span])
-                for span in _spans(pixels, count)
-            ]
-        else:
-            parts += _im2col_gemm_parts(windows, x[n], weights, target, count)
-    run_parts(parts)
+    with blas_for(work):
+        for n in range(batch):
+            target = y[n].reshape(group, outputs // group, pixels)
+            if pointwise:
+                grouped_matmul(weights, x[n].reshape(group, -1, pixels), target)
+            else:
+                _im2col_gemm(windows, x[n], weights, target)
     if bias is not None or clamp is not None:
         loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high)
     return y
@@ -196,7 +189,7 @@ def _depthwise_parts(
     multiplier = y.shape[1] // channels
     parts = []
     for n in range(batch):
-        for span in _spans(channels, part_count(work // batch, limit=channels)):
+        for span in spans(channels, part_count(work // batch, limit=channels)):
             outs = slice(span.start * multiplier, span.stop * multiplier)
             parts.append(
                 partial(
@@ -215,11 +208,9 @@ def _depthwise_parts(
     return parts
 
 
-def _im2col_gemm_parts(
-    windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray, count: int
-) -> list[Callable[[], None]]:
+def _im2col_gemm(windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray) -> None:
     """``y (G, M/G, OH * OW)`` = the convolution of one image ``x (C, H, W)``, as im2col + GEMM over
-    tiles of output rows (at least ``count``), so that each tile's patches stay in cache."""
+    tiles of output rows, so that each tile's patches stay in cache."""
     from . import loops
 
     phases, pitch = loops.phases2d(
@@ -227,22 +218,13 @@ def _im2col_gemm_parts(
     )
     rows, columns = windows.out
     depth = x.shape[0] * math.prod(windows.kernel)
-    step = max(1, min(_TILE // (depth * columns), -(-rows // count)))
-
-    def tile(first: int) -> None:
-        height = min(step, rows - first)
-        cols = np.empty((x.shape[0], *windows.kernel, height, columns), dtype=x.dtype)
+    step = max(1, _TILE // (depth * columns))
+    for first in range(0, rows, step):
+        count = min(step, rows - first)
+        cols = np.empty((x.shape[0], *windows.kernel, count, columns), dtype=x.dtype)
         loops.im2col2d(phases, pitch, windows.dilations, first, cols)
-        span = slice(first * columns, (first + height) * columns)
-        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, height * columns), y[:, :, span])
-
-    return [partial(tile, first) for first in range(0, rows, step)]
-
-
-def _spans(size: int, count: int) -> list[slice]:
-    """``range(size)`` cut into ``count`` consecutive, nearly equal slices."""
-    bounds = [size * index // count for index in range(count + 1)]
-    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
+        span = slice(first * columns, (first + count) * columns)
+        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, count * columns), y[:, :, span])
 
 
 def _is_pointwise(windows: Windows, sizes: tuple[int, ...]) -> bool:

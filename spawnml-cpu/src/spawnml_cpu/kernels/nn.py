@@ -20,7 +20,7 @@ def _matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _gemm(ctx: KernelContext, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
     attrs, dtype = ctx.attrs, a.dtype
     a, b = widen(a), widen(b)
-    y = np.matmul(a.T if attrs["transA"] else a, b.T if attrs["transB"] else b)
+    y = matmul(a.T if attrs["transA"] else a, b.T if attrs["transB"] else b)
     if attrs["alpha"] != 1:
         y *= y.dtype.type(attrs["alpha"])
     if c is not None and attrs["beta"] != 0:

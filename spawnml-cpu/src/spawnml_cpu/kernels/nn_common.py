@@ -12,6 +12,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.ops.shapes import sliding_windows, window_attrs
 
+from .threads import blas_for
+
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
 _WIDENED = frozenset({np.dtype(np.float16), np.dtype("bfloat16")})
 
@@ -32,11 +34,13 @@ def per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches)."""
-    if a.ndim > 2 and b.ndim == 2:
-        rows = math.prod(a.shape[:-1])  # explicit: -1 is ambiguous when a is empty
-        return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
-    return np.matmul(a, b)
+    """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches), on as
+    many BLAS threads as pays (see :mod:`.threads`)."""
+    with blas_for(a.size * (b.shape[-1] if b.ndim > 1 else 1)):  # multiply-adds, batches of a alone
+        if a.ndim > 2 and b.ndim == 2:
+            rows = math.prod(a.shape[:-1])  # explicit: -1 is ambiguous when a is empty
+            return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
+        return np.matmul(a, b)
 
 
 def grouped_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,28 +1,38 @@
-"""Splitting one kernel's work over the cores the CPU backend may use.
+"""How the CPU kernels use the cores: the compiled loops split over threads, BLAS where it pays.
 
 The backend uses as many threads as numpy's BLAS is set to (``threadpoolctl.threadpool_limits``
-sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). Large convolutions cut their
-work into independent parts (tiles of output rows, ranges of channels or of pixels) that the
-calling thread and pool threads take one at a time, each part single-threaded in BLAS and in
-the compiled loops, which run without the GIL. A thread that the system leaves waiting only
-delays the part it took: the others take what is left. OpenBLAS's own threads split every GEMM
-into fixed halves and wait for both, which stalls whenever another process holds a core.
+sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). Two rules, from
+measurements on two cores shared with other processes:
+
+- The compiled loops (depthwise convolution) cut large work into parts that the calling
+  thread and pool threads take one at a time; the loops run without the GIL. A thread that
+  the system keeps waiting only delays the part it took: the others take what is left, and
+  one that has not started yet is not waited for.
+- GEMMs below :data:`BLAS_THREADS_WORK` multiply-adds run on one BLAS thread: OpenBLAS splits
+  every GEMM into fixed shares and waits for all of them, which on such small products costs
+  more than it gains, and stalls whenever another process holds a core. The kernels never
+  split a GEMM over threads of their own: OpenBLAS's calls from several threads at once
+  contend badly on a loaded machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 #: Parts per thread: more than one, so a thread that is kept waiting holds up little work.
 PARTS_PER_THREAD = 2
-#: The least work (multiply-adds) worth splitting: below it, handing parts over costs more.
+#: The least work (in GEMM multiply-adds) worth splitting: below it, handing parts over costs more.
 MIN_SPLIT_WORK = 4_000_000
+#: The least GEMM work (multiply-adds) that BLAS may spread over its threads.
+BLAS_THREADS_WORK = 100_000_000
 
-_lock = threading.Lock()
+_blas_lock = threading.Lock()
 
 
 @functools.cache
@@ -47,36 +57,52 @@ def thread_count() -> int:
 
 
 def part_count(work: int, limit: int) -> int:
-    """How many parts to cut ``work`` multiply-adds into, at most ``limit``; 1 to run it whole."""
+    """How many parts to cut ``work`` into, at most ``limit``; 1 to run it whole."""
     threads = thread_count()
     if threads == 1 or work < MIN_SPLIT_WORK:
         return 1
     return max(1, min(limit, threads * PARTS_PER_THREAD))
 
 
+def spans(size: int, count: int) -> list[slice]:
+    """``range(size)`` cut into ``count`` consecutive, nearly equal slices."""
+    bounds = [size * index // count for index in range(count + 1)]
+    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
+
+
 def run_parts(parts: Sequence[Callable[[], None]]) -> None:
-    """Run every part, on the calling thread and the pool's, with BLAS single-threaded meanwhile
-    (so a kernel left whole still never waits on OpenBLAS's threads)."""
-    threads = thread_count()
-    if threads == 1:
-        for part in parts:
-            part()
-        return
-    blas = _blas()
+    """Run every part (none may call BLAS), on the calling thread and the pool's."""
+    threads = min(thread_count(), len(parts))
     pending = iter(parts)
 
     def drain() -> None:
         for part in pending:  # a list iterator hands each part to one thread only
             part()
 
-    with _lock:  # one kernel at a time sets BLAS to one thread and back
+    helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+    try:
+        drain()
+    finally:
+        for helper in helpers:
+            if not helper.cancel():  # a helper the system has not run yet has nothing left to do
+                helper.result()
+
+
+@contextlib.contextmanager
+def blas_for(work: int) -> Iterator[None]:
+    """BLAS on one thread for GEMMs of ``work`` multiply-adds in all below :data:`BLAS_THREADS_WORK`,
+    on the threads it is set to otherwise."""
+    blas = _blas()
+    if blas is None or work >= BLAS_THREADS_WORK:
+        yield
+        return
+    with _blas_lock:  # the setting is the process's: one kernel at a time lowers it and puts it back
+        threads = blas.get_num_threads()
+        if threads == 1:
+            yield
+            return
         blas.set_num_threads(1)
         try:
-            helpers = [_pool(threads - 1).submit(drain) for _ in range(min(threads, len(parts)) - 1)]
-            try:
-                drain()
-            finally:
-                for helper in helpers:
-                    helper.result()
+            yield
         finally:
             blas.set_num_threads(threads)
