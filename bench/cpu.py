@@ -2,7 +2,9 @@
 
 Each runtime runs in its own worker subprocess (so peak RSS does not mix); the parent drives the
 two workers alternately, one timed run each per round. Both use the same thread count: the one
-numpy's BLAS uses, applied to BLAS with threadpoolctl and to onnxruntime as intra_op_num_threads.
+numpy's BLAS uses, applied to BLAS with threadpoolctl (SpawnML's CPU backend takes its own thread
+count from there) and to onnxruntime as intra_op_num_threads. The load average is printed at the
+start and at the end: on a shared machine, only ratios from one interleaved run compare.
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the workers.
 
 MobileNetV2: SpawnML runs its port from the torchvision .pth; onnxruntime runs an ONNX file exported
@@ -240,8 +242,13 @@ def header(threads: int, blas: str) -> list[str]:
         f"BLAS: {blas}",
         f"threads: {threads} for both (BLAS via threadpoolctl, onnxruntime intra_op_num_threads)",
         f"unset for the workers: {names or 'none were set'}",
-        "load average at start (1, 5, 15 min): " + ", ".join(f"{load:.1f}" for load in os.getloadavg()),
+        load_average("start"),
     ]
+
+
+def load_average(when: str) -> str:
+    """The system's load average now, as a header line."""
+    return f"load average at {when} (1, 5, 15 min): " + ", ".join(f"{load:.1f}" for load in os.getloadavg())
 
 
 def table(rows: dict[str, dict[str, dict[str, float]]], runs: int) -> list[str]:
@@ -292,6 +299,7 @@ def main() -> None:
         for model in args.models:
             rows[model] = bench_model(model, model_path(model, directory), threads, args.runs)
             print(f"done: {model}", file=sys.stderr, flush=True)
+    print(load_average("end"))
     print("\n".join(table(rows, args.runs)))
 
 
