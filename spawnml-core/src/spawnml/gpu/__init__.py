@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     quant,
     reduce,
     sampling,
+    signal,
     train,
     unary,
     vision,
