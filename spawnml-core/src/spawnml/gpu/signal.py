@@ -1,16 +1,23 @@
-"""DFT on the GPU: the transform by its definition, one thread per output value (see
-:mod:`spawnml.kernel.library.dft`); the axis and length, shape-like inputs, are read on the host."""
+"""Signal operators on the GPU. DFT is the transform by its definition, one thread per output
+value (see :mod:`spawnml.kernel.library.dft`); the Hann, Hamming and Blackman windows are one
+generated chain over the point indices. Axes, lengths and sizes, shape-like inputs, are read on
+the host."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..backend import KernelContext
+from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
+from ..kernel.library.chain import step
 from ..kernel.library.dft import dft as dft_kernel
 from ..ops.defs.signal import dft_axis, dft_sizes
-from .array import DeviceArray
+from .array import PHYSICAL, DeviceArray
+from .fused import run_chain
 from .table import FLOATS, GPU_KERNELS, _host
 
 
@@ -49,3 +56,58 @@ def dft(
         scalars = {"L": length, "N": size, "M": count, "inner": inner, "C": parts}
         ctx.backend.launch_flat(k, [x, out], out.size // (1 if real else 2), **scalars)
     return out
+
+
+#: Cosine-sum coefficients ``a_k`` of each window: ``w[n] = sum_k (-1)^k a_k cos(2 pi k n / N)``.
+WINDOW_COEFFICIENTS: dict[str, tuple[float, ...]] = {
+    "HannWindow": (0.5, 0.5),
+    "HammingWindow": (25 / 46, 21 / 46),
+    "BlackmanWindow": (0.42, 0.5, 0.08),
+}
+#: The chains over ``[n, 2 pi / N, a_0, a_1, (a_2, 2)]``: ``a_0 - a_1 cos(phase)``, and for three
+#: terms ``(a_2 cos(2 phase) - a_1 cos(phase)) + a_0``, smallest terms first as the reference adds.
+_COSINE_SUMS = {
+    2: (("Mul", [0, 1]), ("Cos", [4]), ("Mul", [5, 3]), ("Sub", [2, 6])),
+    3: (
+        ("Mul", [0, 1]),  # 6: the phase
+        ("Mul", [6, 5]),
+        ("Cos", [7]),
+        ("Mul", [8, 4]),
+        ("Cos", [6]),
+        ("Mul", [10, 3]),
+        ("Sub", [9, 11]),
+        ("Add", [12, 2]),
+    ),
+}
+
+
+def _numeric_output(node: Node, opset: int) -> str | None:
+    dtype = from_onnx(int(node.attrs.get("output_datatype", 1)))
+    return (
+        None if dtype in PHYSICAL and dtype != np.bool_ else f"output_datatype {dtype} is not held on the GPU"
+    )
+
+
+def _window(ctx: KernelContext, size: DeviceArray, coefficients: tuple[float, ...]) -> DeviceArray:
+    """The window of ``size`` points over a period of ``size`` (``periodic``) or ``size - 1``."""
+    count = _scalar(ctx, size)
+    if count < 1:
+        raise InvalidArgumentError(f"a window size must be positive, got {count}")
+    period = count if ctx.attrs.get("periodic", 1) else count - 1
+    values = (2 * math.pi / period if period else math.nan, *coefficients, *(2.0,) * (len(coefficients) > 2))
+    inputs = [ctx.backend.from_numpy(np.arange(count, dtype=np.float32))]
+    inputs += [ctx.backend.from_numpy(np.array(v, np.float32)) for v in values]
+    steps = [step(op, refs, "float32") for op, refs in _COSINE_SUMS[len(coefficients)]]
+    target = from_onnx(int(ctx.attrs.get("output_datatype", 1)))
+    steps.append(step("Cast", [len(inputs) + len(steps) - 1], target.name))
+    return run_chain(ctx, tuple(steps), inputs, "cosine_window")
+
+
+def _register_windows() -> None:
+    for name, coefficients in WINDOW_COEFFICIENTS.items():
+        GPU_KERNELS.register(name, since=17, check=_numeric_output)(
+            lambda ctx, size, _c=coefficients: _window(ctx, size, _c)
+        )
+
+
+_register_windows()
