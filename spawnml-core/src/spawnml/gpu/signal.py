@@ -1,5 +1,6 @@
 """Signal operators on the GPU. DFT is the transform by its definition, one thread per output
-value (see :mod:`spawnml.kernel.library.dft`); the Hann, Hamming and Blackman windows are one
+value (see :mod:`spawnml.kernel.library.dft`), and STFT that transform of gathered, windowed
+frames; the Hann, Hamming and Blackman windows are one
 generated chain over the point indices. Axes, lengths and sizes, shape-like inputs, are read on
 the host."""
 
@@ -15,10 +16,10 @@ from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.chain import step
 from ..kernel.library.dft import dft as dft_kernel
-from ..ops.defs.signal import dft_axis, dft_sizes
+from ..ops.defs.signal import dft_axis, dft_sizes, stft_frames
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, _host
+from .table import FLOATS, GPU_KERNELS, _host, take
 
 
 def _flags(node: Node, opset: int) -> str | None:
@@ -35,27 +36,61 @@ def dft(
     ctx: KernelContext, x: DeviceArray, dft_length: DeviceArray | None = None, axis: DeviceArray | None = None
 ) -> DeviceArray:
     """``(..., 1 or 2)`` real or complex input; complex output, or real from a one-sided inverse."""
-    rank = len(x.shape)
-    chosen = dft_axis(int(ctx.attrs.get("axis", -2)) if axis is None else _scalar(ctx, axis), rank)
-    inverse, onesided = bool(ctx.attrs.get("inverse", 0)), bool(ctx.attrs.get("onesided", 0))
+    chosen = dft_axis(int(ctx.attrs.get("axis", -2)) if axis is None else _scalar(ctx, axis), len(x.shape))
+    requested = None if dft_length is None else _scalar(ctx, dft_length)
+    return transform(
+        ctx, x, chosen, requested, bool(ctx.attrs.get("inverse", 0)), bool(ctx.attrs.get("onesided", 0))
+    )
+
+
+def transform(
+    ctx: KernelContext, x: DeviceArray, axis: int, length: int | None, inverse: bool, onesided: bool
+) -> DeviceArray:
+    """The DFT of ``x`` along ``axis`` (in range, not the last), of ``length`` (else the axis')."""
     parts = x.shape[-1]
     if parts not in (1, 2) or (onesided and not inverse and parts == 2):
         raise InvalidArgumentError(
             f"DFT of an input of shape {list(x.shape)}: the last axis holds 1 (real) or 2 (complex) parts, "
             "and a one-sided forward transform takes a real input"
         )
-    length = x.shape[chosen]
-    size, count = dft_sizes(
-        length, None if dft_length is None else _scalar(ctx, dft_length), inverse, onesided
-    )
+    size, count = dft_sizes(x.shape[axis], length, inverse, onesided)
     real = inverse and onesided
-    out = ctx.backend.empty((*x.shape[:chosen], count, *x.shape[chosen + 1 : -1], 1 if real else 2), x.dtype)
+    out = ctx.backend.empty((*x.shape[:axis], count, *x.shape[axis + 1 : -1], 1 if real else 2), x.dtype)
     if out.size:
-        inner = math.prod(x.shape[chosen + 1 : -1])
+        inner = math.prod(x.shape[axis + 1 : -1])
         k = dft_kernel.specialize(T=x.elem, INVERSE=inverse, HALF=onesided)
-        scalars = {"L": length, "N": size, "M": count, "inner": inner, "C": parts}
+        scalars = {"L": x.shape[axis], "N": size, "M": count, "inner": inner, "C": parts}
         ctx.backend.launch_flat(k, [x, out], out.size // (1 if real else 2), **scalars)
     return out
+
+
+@GPU_KERNELS.register("STFT", since=17, check=_flags, dtypes=FLOATS)
+def stft(
+    ctx: KernelContext,
+    signal: DeviceArray,
+    frame_step: DeviceArray,
+    window: DeviceArray | None = None,
+    frame_length: DeviceArray | None = None,
+) -> DeviceArray:
+    """The frames of ``signal`` (batch, length, 1 or 2), gathered, windowed and transformed."""
+    if len(signal.shape) != 3:
+        raise InvalidArgumentError(
+            f"STFT takes a signal of shape (batch, length, 1 or 2), not {list(signal.shape)}"
+        )
+    if frame_length is not None:
+        size = _scalar(ctx, frame_length)
+    else:
+        size = signal.shape[1] if window is None else window.shape[0]
+    if window is not None and window.shape != (size,):
+        raise InvalidArgumentError(f"an STFT window of shape {list(window.shape)} for frames of {size}")
+    hop = _scalar(ctx, frame_step)
+    starts = np.arange(stft_frames(signal.shape[1], size, hop)) * hop
+    positions = (starts[:, None] + np.arange(size)).astype(np.int32)
+    frames = take(ctx, signal, ctx.backend.from_numpy(positions), 1)
+    if window is not None:
+        steps = (step("Mul", [0, 1], signal.dtype.name),)
+        frames = run_chain(ctx, steps, [frames, window.view((size, 1))], "stft_window")
+    return transform(ctx, frames, 2, None, False, bool(ctx.attrs.get("onesided", 1)))
 
 
 #: Cosine-sum coefficients ``a_k`` of each window: ``w[n] = sum_k (-1)^k a_k cos(2 pi k n / N)``.
