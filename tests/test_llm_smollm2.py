@@ -5,7 +5,13 @@ SpawnML graph does, so logits differ only by float32 rounding: stated tolerance 
 logits of magnitude ~20. The greedy tokens are checked twice: with teacher forcing (our argmax at
 every position of the prompt + transformers' 32 greedy tokens is transformers' next token) for
 three chat prompts, and by decoding through the KV cache, on float32 MatMul weights and on the
-raw blocks under QuantizedMatMul. Needs ``scripts/fetch-models smollm2-gguf``.
+raw blocks under QuantizedMatMul. On WebGPU the quantized model is run with providers
+["webgpu", "cpu"]: exactly the operators WebGPU alone refuses by name (QuantizedMatMul, while the
+GPU has no kernel for GGUF blocks) go to the CPU, the rest (attention, rotary embedding,
+normalization) to the GPU, with the same tolerance on the logits of the prompt and of 4 greedy
+steps through the cache. The dequantized float32 model runs whole on WebGPU too, but a decode
+step takes tens of seconds on a software Vulkan device.
+Needs ``scripts/fetch-models smollm2-gguf``.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spawnml import InferenceSession
 from spawnml_models.assets import asset_file
 from spawnml_models.llm import TextGenerationPipeline
 from spawnml_models.llm.cache import KVCache
 
+from tests.backends import backend_or_skip, refused_operators
 from tests.model_files import require
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "Explain gravity to a child."]
 NEW_TOKENS = 32
+GPU_TOKENS = 4
 LOGITS_ATOL = 2e-3
 TOKENIZER_STRINGS = [
     "Hello, world!",
@@ -125,3 +134,27 @@ def test_quantized_blocks_match_dequantized_weights(
     logits = quantized.forward(prompt_ids, KVCache(quantized.config))
     np.testing.assert_allclose(logits, want[: len(prompt_ids)], rtol=0, atol=LOGITS_ATOL)
     assert list(quantized.tokens(prompt_ids, 8)) == [token for token in tokens[:8] if token != 2]
+
+
+def test_webgpu_with_the_cpu_after_it_matches_transformers(smollm2: Path, expected: list) -> None:
+    """Logits of the prompt and of each greedy step through the cache, as transformers'."""
+    backend_or_skip("webgpu")
+    mixed = TextGenerationPipeline(smollm2, providers=["webgpu", "cpu"])
+    refused = refused_operators(
+        "webgpu", lambda providers: InferenceSession(mixed.session.graph, providers=providers)
+    )
+    placement = mixed.session.placement()
+    assert {op for _, op, provider in placement if provider == "cpu"} == refused
+    assert {"Attention", "RotaryEmbedding", "RMSNormalization"} <= {
+        op for _, op, provider in placement if provider == "webgpu"
+    }
+    directions = {(t.source, t.target) for t in mixed.session.transfers()}
+    assert directions == ({("webgpu", "cpu"), ("cpu", "webgpu")} if refused else set())
+    prompt_ids, tokens, want = expected[0]
+    cache = KVCache(mixed.config)
+    logits = mixed.forward(prompt_ids, cache)
+    np.testing.assert_allclose(logits, want[: len(prompt_ids)], rtol=0, atol=LOGITS_ATOL)
+    for step, token in enumerate(tokens[:GPU_TOKENS]):
+        assert logits[-1].argmax() == token
+        logits = mixed.forward([token], cache)
+        np.testing.assert_allclose(logits[-1], want[len(prompt_ids) + step], rtol=0, atol=LOGITS_ATOL)
