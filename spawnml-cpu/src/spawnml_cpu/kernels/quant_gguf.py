@@ -10,7 +10,10 @@ per-block arithmetic for GPUs.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -21,6 +24,7 @@ from spawnml.ops.shapes import as_text
 
 from .nn_common import matmul, widen
 from .table import KERNELS
+from .threads import part_count, run_parts
 
 Array = np.ndarray
 FLOAT32 = np.dtype(np.float32)
@@ -28,6 +32,11 @@ FLOAT32 = np.dtype(np.float32)
 QK_K = 256
 #: Weight rows dequantized at a time, bounding the kernel's scratch memory.
 ROW_CHUNK = 4096
+#: Block types whose products with a few activation rows decode each block in the product's pass.
+DECODED_IN_PASS = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+#: Activation rows up to which that pays (a decode step has one): above, dequantizing once for a
+#: BLAS GEMM is quicker.
+DECODE_IN_PASS_ROWS = 8
 
 
 def _half(blocks: Array, start: int) -> Array:
@@ -197,8 +206,30 @@ def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
         )
     weights = w.reshape(rows, row_bytes)
     x = widen(a)
+    if quant_type in DECODED_IN_PASS and math.prod(x.shape[:-1]) <= DECODE_IN_PASS_ROWS:
+        return _decode_in_pass(x, weights, quant_type).astype(a.dtype, copy=False)
     parts = [
         matmul(x, dequantize(weights[start : start + ROW_CHUNK], quant_type).T)
         for start in range(0, rows, ROW_CHUNK)
     ]
     return np.concatenate(parts, axis=-1).astype(a.dtype, copy=False)
+
+
+def _decode_in_pass(x: Array, weights: Array, quant_type: str) -> Array:
+    """``x @ W^T`` with each weight block decoded as it is used (:mod:`.quant_dot`), over ranges
+    of weight rows on the backend's threads."""
+    from . import quant_dot
+
+    kind, block_bytes = DECODED_IN_PASS.index(quant_type), BLOCK_TYPES[quant_type].bytes
+    rows, cols = len(weights), x.shape[-1]
+    flat = np.ascontiguousarray(x.reshape(-1, cols), dtype=np.float32)
+    out = np.empty((len(flat), rows), np.float32)
+    count = part_count(len(flat) * rows * cols, rows)
+    bounds = [rows * part // count for part in range(count + 1)]
+    run_parts(
+        [
+            partial(quant_dot.rows_times_blocks, kind, block_bytes, flat, weights, out, first, last)
+            for first, last in itertools.pairwise(bounds)
+        ]
+    )
+    return out.reshape(*x.shape[:-1], rows)
