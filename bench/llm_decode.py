@@ -1,6 +1,7 @@
 """Prefill and decode tokens/s of SmolLM2-135M-Instruct (Q4_1 GGUF): SpawnML CPU vs transformers.
 
-Both run the same file with the same prompt and greedy decoding; transformers dequantizes to
+Both run the same file with the same prompt and greedy decoding, each after a warm-up run of the
+prompt; transformers dequantizes to
 float32 at load, SpawnML runs both its graphs (QuantizedMatMul on raw blocks, and weights
 dequantized at load). Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT]
 """
@@ -19,6 +20,8 @@ from transformers import AutoModelForCausalLM, DynamicCache
 def spawnml_rates(path: str, ids: list[int], tokens: int, dequantize: bool) -> tuple[float, float]:
     """(prefill, decode) tokens/s of SpawnML on the CPU backend."""
     pipeline = TextGenerationPipeline(path, providers=["cpu"], dequantize=dequantize)
+    for _ in pipeline.tokens(ids, 2):  # warm-up: compiles the numba loops, fills the caches
+        pass
     for _ in pipeline.tokens(ids, tokens):
         pass
     return pipeline.stats.prefill_rate, pipeline.stats.decode_rate
@@ -29,6 +32,7 @@ def torch_rates(path: str, ids: list[int], tokens: int) -> tuple[float, float]:
     directory, name = path.rsplit("/", 1)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32).eval()
     with torch.no_grad():
+        model(torch.tensor([ids]), past_key_values=DynamicCache(), use_cache=True)  # warm-up
         cache, start = DynamicCache(), time.perf_counter()
         out = model(torch.tensor([ids]), past_key_values=cache, use_cache=True)
         prefill = time.perf_counter() - start
