@@ -100,3 +100,19 @@ def test_a_fed_condition_keeps_the_if(tmp_path):
         feeds = {"x": X, "cond": np.array(condition)}
         for have, want in zip(session.run(None, feeds), reference(path, feeds), strict=True):
             np.testing.assert_array_equal(have, want)
+
+
+def test_a_branch_with_the_wrong_number_of_outputs_is_refused_at_load(tmp_path):
+    """As onnxruntime refuses it, with the node, the branch and the counts named."""
+    proto = model(True)
+    (then_branch,) = [
+        attribute.g for attribute in proto.graph.node[0].attribute if attribute.name == "then_branch"
+    ]
+    then_branch.output.append(helper.make_tensor_value_info("t", TensorProto.FLOAT, None))
+    path = save(proto, tmp_path / "model.onnx")
+    with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.Fail, match="different number of outputs"):
+        onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    with pytest.raises(
+        spawnml.InvalidGraphError, match=r"has 1 outputs but its then_branch.*returns 2 values"
+    ):
+        spawnml.InferenceSession(path, providers=["cpu"])

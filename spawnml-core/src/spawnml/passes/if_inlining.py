@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import InvalidGraphError
 from ..ir import Graph, Node
 from .context import PassContext
 from .graph_edit import constant, rename_uses
@@ -25,11 +26,18 @@ def inline_constant_ifs(graph: Graph, ctx: PassContext) -> int:
     for node in list(graph.nodes):
         if node.domain or node.op_type != "If":
             continue
-        condition = constant(graph, node.inputs[0])
+        condition = constant(graph, node.inputs[0]) if node.inputs else None
         if condition is None or np.size(condition) != 1:
             continue
         taken = "then_branch" if bool(np.asarray(condition).reshape(-1)[0]) else "else_branch"
-        _inline(graph, node, node.attrs[taken])
+        branch = node.attrs.get(taken)
+        if not isinstance(branch, Graph) or len(branch.outputs) != len(node.outputs):
+            found = f"returns {len(branch.outputs)} values" if isinstance(branch, Graph) else "is missing"
+            raise InvalidGraphError(
+                f"If node {node.label()!r} has {len(node.outputs)} outputs but its {taken}, the branch "
+                f"its constant condition takes, {found}"
+            )
+        _inline(graph, node, branch)
         inlined += 1
     return inlined
 
