@@ -1,4 +1,4 @@
-"""The operators that run bodies, on the GPU: If, Loop and Scan (from opset 9).
+"""The operators that run bodies, on the GPU: If, Loop, Scan (from opset 9) and SequenceMap.
 
 Bodies run through ``ctx.run_subgraph`` on the plans made at load, on the device. A condition or
 trip count is read on the host (one small read-back each iteration); a Scan's slices are strided
@@ -17,6 +17,7 @@ from ..backend import KernelContext
 from ..errors import InvalidArgumentError, ModelLimitError
 from ..ir import TENSOR, Graph, Node, Value
 from ..limits import run_limits
+from ..tensor import TensorSequence
 from .array import DeviceArray
 from .table import GPU_KERNELS, _axis, _host, _strides, concatenate, copy_strided
 
@@ -180,3 +181,31 @@ def scan(ctx: KernelContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
         for collected, value, axis, front in zip(parts, body.outputs[split:], out_axes, prepend, strict=True)
     ]
     return (*states, *stacked)
+
+
+def _map_fits(node: Node, opset: int) -> str | None:
+    return _fits("body", node.attrs["body"], len(node.inputs), len(node.outputs))
+
+
+@GPU_KERNELS.register("SequenceMap", since=17, check=_map_fits)
+def sequence_map(ctx: KernelContext, first: TensorSequence, *extra: Any) -> tuple[TensorSequence, ...]:
+    """The body applied to the i-th tensor of every sequence input and to every tensor input."""
+    body: Graph = ctx.attrs["body"]
+    assert ctx.run_subgraph is not None
+    inputs = (first, *extra)
+    lengths = {len(given) for given in inputs if isinstance(given, TensorSequence)}
+    if len(lengths) != 1:
+        raise InvalidArgumentError(f"the sequences to map have different lengths: {sorted(lengths)}")
+    results = [
+        ctx.run_subgraph(body, _feeds(body, [_item(given, index) for given in inputs]))
+        for index in range(len(first))
+    ]
+    columns = list(zip(*results, strict=True)) if results else [()] * len(body.outputs)
+    return tuple(
+        TensorSequence(tuple(column), column[0].dtype if column else value.dtype)
+        for column, value in zip(columns, body.outputs, strict=True)
+    )
+
+
+def _item(given: Any, index: int) -> Any:
+    return given.items[index] if isinstance(given, TensorSequence) else given
