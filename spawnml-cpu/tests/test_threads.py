@@ -10,6 +10,7 @@ from spawnml_cpu.kernels.threads import (
     BLAS_THREADS_WORK,
     MIN_SPLIT_WORK,
     blas_for,
+    one_blas_thread,
     part_count,
     run_parts,
     thread_count,
@@ -63,3 +64,12 @@ def test_blas_is_single_threaded_for_small_gemms_only_and_put_back():
         with pytest.raises(ValueError), blas_for(1):
             raise ValueError("in a GEMM")
         assert thread_count() == 2
+
+
+def test_one_blas_thread_whatever_the_work_and_put_back():
+    with threadpool_limits(2, user_api="blas"):
+        with one_blas_thread():
+            assert thread_count() == 1
+        assert thread_count() == 2
+    with threadpool_limits(1, user_api="blas"), one_blas_thread():
+        assert thread_count() == 1

@@ -6,10 +6,10 @@ itself, the others as im2col + GEMM over tiles of output rows whose patches stay
 1-D ones whose patches fit in one such tile (audio frames, a recurrent model's encoder) copy
 them with one strided numpy copy instead, as their cost is all in the calls.
 On several threads (see :mod:`.threads`), a large depthwise one is cut into ranges of
-channels that the threads share, and the GEMMs of the others run on one BLAS thread unless
-they are large. Bias and a clamping activation (FusedConv's Relu and Clip) are
-applied in the same pass that finishes the output. Other ranks and types take the N-d numpy
-path: im2col through a sliding-window view, or one multiply-add per kernel tap when depthwise.
+channels that the threads share, and the GEMMs of the others run on one BLAS thread. Bias
+and a clamping activation (FusedConv's Relu and Clip) are applied in the same pass that
+finishes the output. Other ranks and types take the N-d numpy path: im2col through a
+sliding-window view, or one multiply-add per kernel tap when depthwise.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from spawnml.ops.shapes import transposed_windows, window_attrs
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
-from .threads import blas_for, part_count, run_parts, spans
+from .threads import one_blas_thread, part_count, run_parts, spans
 
 #: Elements of the patch matrix im2col fills at a time (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
@@ -142,7 +142,7 @@ def _convolve_2d(
     clamp: tuple[float, float] | None,
 ) -> np.ndarray:
     """A 2-D convolution of C-contiguous ``x`` on the compiled loops (depthwise ones split over the
-    backend's threads where large enough), its GEMMs on as many BLAS threads as pays."""
+    backend's threads where large enough), its GEMMs on one BLAS thread."""
     from . import loops
 
     batch, channels = x.shape[:2]
@@ -160,7 +160,7 @@ def _convolve_2d(
         return y
     weights = w.reshape(group, outputs // group, -1)
     pointwise = _is_pointwise(windows, x.shape[2:])
-    with blas_for(work):
+    with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
         for n in range(batch):
             target = y[n].reshape(group, outputs // group, pixels)
             if pointwise:

@@ -8,9 +8,10 @@ measurements on two cores shared with other processes:
   thread and pool threads take one at a time; the loops run without the GIL. A thread that
   the system keeps waiting only delays the part it took: the others take what is left, and
   one that has not started yet is not waited for.
-- GEMMs below :data:`BLAS_THREADS_WORK` multiply-adds run on one BLAS thread: OpenBLAS splits
-  every GEMM into fixed shares and waits for all of them, which on such small products costs
-  more than it gains, and stalls whenever another process holds a core. The kernels never
+- Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
+  one BLAS thread: OpenBLAS splits every GEMM into fixed shares and waits for all of them,
+  which on these products (few rows: a convolution's output channels) costs more than it
+  gains, and stalls whenever another process holds a core. The kernels never
   split a GEMM over threads of their own: OpenBLAS's calls from several threads at once
   contend badly on a loaded machine.
 """
@@ -90,10 +91,20 @@ def run_parts(parts: Sequence[Callable[[], None]]) -> None:
 
 @contextlib.contextmanager
 def blas_for(work: int) -> Iterator[None]:
-    """BLAS on one thread for GEMMs of ``work`` multiply-adds in all below :data:`BLAS_THREADS_WORK`,
-    on the threads it is set to otherwise."""
+    """BLAS on the threads it is set to for GEMMs of ``work`` multiply-adds in all from
+    :data:`BLAS_THREADS_WORK` on, on one thread below it."""
+    if work >= BLAS_THREADS_WORK:
+        yield
+        return
+    with one_blas_thread():
+        yield
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread meanwhile, then as it was."""
     blas = _blas()
-    if blas is None or work >= BLAS_THREADS_WORK:
+    if blas is None:
         yield
         return
     with _blas_lock:  # the setting is the process's: one kernel at a time lowers it and puts it back
