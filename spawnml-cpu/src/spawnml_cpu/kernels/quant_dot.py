@@ -13,53 +13,60 @@ this file. The loop runs without the GIL, over a range of weight rows, so that
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
+#: 2**-24 in float32: a subnormal float16's value is its mantissa times this, exactly.
+_SUBNORMAL_STEP = np.float32(2.0**-24)
+
 
 @numba.njit(inline="always")
-def _half(low: int, high: int) -> np.float32:
-    """The IEEE float16 whose little-endian bytes are ``low, high``, as float32 (exactly)."""
-    bits = low | (high << 8)
-    exponent, mantissa = (bits >> 10) & 0x1F, bits & 0x3FF
+def _half(low: int, high: int, bits: np.ndarray, as_float: np.ndarray) -> np.float32:
+    """The IEEE float16 whose little-endian bytes are ``low, high``, as float32 (exactly): its bits
+    are rebuilt as a float32's in ``bits``, which ``as_float`` views."""
+    half = np.uint32(low) | (np.uint32(high) << np.uint32(8))
+    sign, exponent, mantissa = (
+        half >> np.uint32(15),
+        (half >> np.uint32(10)) & np.uint32(0x1F),
+        half & np.uint32(0x3FF),
+    )
     if exponent == 0:
-        magnitude = math.ldexp(mantissa, -24)
-    elif exponent == 31:
-        magnitude = np.inf if mantissa == 0 else np.nan
-    else:
-        magnitude = math.ldexp(1024 + mantissa, exponent - 25)
-    return np.float32(-magnitude if bits & 0x8000 else magnitude)
+        value = np.float32(mantissa) * _SUBNORMAL_STEP
+        return -value if sign else value
+    widened = np.uint32(255) if exponent == 31 else exponent + np.uint32(112)  # rebias 15 -> 127
+    bits[0] = (sign << np.uint32(31)) | (widened << np.uint32(23)) | (mantissa << np.uint32(13))
+    return as_float[0]
 
 
 @numba.njit(inline="always")
-def _quants(kind: int, w: np.ndarray, at: int, q: np.ndarray) -> tuple[np.float32, np.float32]:
-    """The 32 integers of the block at byte ``at`` of the weight row ``w``, written to ``q``, and its
-    scale ``d`` and minimum ``m`` (0 for the types without one): the values are ``d * q + m``.
+def _decode(
+    kind: int, w: np.ndarray, at: int, values: np.ndarray, bits: np.ndarray, as_float: np.ndarray
+) -> None:
+    """The 32 values ``d * q + m`` of the block at byte ``at`` of the weight row ``w``, into ``values``.
 
     ``kind`` is 0 for Q4_0, 1 Q4_1, 2 Q5_0, 3 Q5_1, 4 Q8_0 (the order of
-    ``quant_gguf.DECODED_IN_PASS``). The ``_0`` types' offsets (8, 16) are taken off ``q`` as ggml
-    does, in integers.
+    ``quant_gguf.DECODED_IN_PASS``). The types without a minimum take their offset (8, 16) off
+    ``q`` in integers, as ggml does, and ``m`` is 0.
     """
-    d, m = _half(w[at], w[at + 1]), np.float32(0)
+    d, m = _half(w[at], w[at + 1], bits, as_float), np.float32(0)
     if kind == 4:  # Q8_0: d, then 32 int8
         for j in range(32):
             byte = np.int32(w[at + 2 + j])
-            q[j] = byte - 256 if byte > 127 else byte
-        return d, m
+            values[j] = d * np.float32(byte - 256 if byte > 127 else byte)
+        return
     if kind == 1 or kind == 3:  # d, m, ...
-        m = _half(w[at + 2], w[at + 3])
+        m = _half(w[at + 2], w[at + 3], bits, as_float)
     fifth = at + (4 if kind == 3 else 2)  # Q5: the 32 fifth bits, a little-endian uint32
     nibbles = fifth + 4 if kind >= 2 else at + (2 if kind == 0 else 4)
     offset = 8 if kind == 0 else (16 if kind == 2 else 0)
     for j in range(16):
         byte = np.int32(w[nibbles + j])
-        q[j], q[j + 16] = (byte & 0x0F) - offset, (byte >> 4) - offset
-    if kind >= 2:
-        for j in range(32):
-            q[j] += ((np.int32(w[fifth + j // 8]) >> (j % 8)) & 1) << 4
-    return d, m
+        low, high = byte & 0x0F, byte >> 4
+        if kind >= 2:
+            low |= ((np.int32(w[fifth + j // 8]) >> (j % 8)) & 1) << 4
+            high |= ((np.int32(w[fifth + 2 + j // 8]) >> (j % 8)) & 1) << 4
+        values[j] = d * np.float32(low - offset) + m
+        values[j + 16] = d * np.float32(high - offset) + m
 
 
 # Sums may be reassociated (so that they vectorize); products and the decoding are not contracted
@@ -74,16 +81,15 @@ def rows_times_blocks(
     and ``out`` float32 ``[m, rows]``.
     """
     rows_x, blocks = x.shape[0], w.shape[1] // block_bytes
-    q = np.empty(32, np.int32)
     values = np.empty(32, np.float32)
     sums = np.empty(rows_x, np.float32)
+    bits = np.empty(1, np.uint32)
+    as_float = bits.view(np.float32)
     for r in range(first, last):
         sums[:] = 0
         row = w[r]
         for b in range(blocks):
-            d, m = _quants(kind, row, b * block_bytes, q)
-            for j in range(32):
-                values[j] = d * np.float32(q[j]) + m
+            _decode(kind, row, b * block_bytes, values, bits, as_float)
             base = b * 32
             for i in range(rows_x):
                 total = np.float32(0)
