@@ -153,6 +153,7 @@ KERNELS = {
             pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=True),
             norm.batch_norm.specialize(T=f32),
             norm.group_norm.specialize(T=f32, BLOCK=32),
+            norm.local_response_norm.specialize(T=f32),
             resize.resample_axis.specialize(T=f32, TAPS=2),
             pad.pad.specialize(T=f32, RANK=3, MODE=pad.REFLECT),
         )

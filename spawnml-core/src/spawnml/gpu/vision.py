@@ -1,6 +1,6 @@
 """Vision and normalization operators on the shared GPU table: convolutions (Conv, FusedConv,
-ConvTranspose, CausalConvWithState), pooling, batch / instance / group normalization, Resize and Pad, and the
-Constant nodes exported vision models carry.
+ConvTranspose, CausalConvWithState), pooling, batch / instance / group / local response
+normalization, Resize and Pad, and the Constant nodes exported vision models carry.
 
 Window operators run on three spatial axes: a 1-D or 2-D input is viewed with size-1 leading
 spatial axes. Window sizes, strides and dilations specialise the kernel; sizes and pads are
@@ -24,7 +24,7 @@ from ..kernel import ir
 from ..kernel.ir import Kernel, f32
 from ..kernel.library import pad as padding
 from ..kernel.library.conv import activated, conv_direct, conv_gemm, conv_transpose
-from ..kernel.library.norm import batch_norm, group_norm
+from ..kernel.library.norm import batch_norm, group_norm, local_response_norm
 from ..kernel.library.pool import average_pool, global_pool, lp_pool, max_pool
 from ..kernel.library.resize import resample_axis
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
@@ -219,6 +219,25 @@ def causal_conv_with_state(
     if state.size:
         copy_strided(ctx, padded, state, state.shape, _strides(padded.shape), _strides(state.shape), length)
     return y, state
+
+
+@GPU_KERNELS.register("LRN", dtypes=FLOATS)
+def local_response_norm_(ctx: KernelContext, x: Array) -> Array:
+    """Local response normalization across the channels of ``(N, C, ...)``."""
+    if len(x.shape) < 2:
+        raise InvalidArgumentError(f"LRN takes an input of shape (N, C, ...), not {list(x.shape)}")
+    y = ctx.backend.empty(x.shape, x.dtype)
+    attrs = ctx.attrs
+    scalars = {
+        "C": x.shape[1],
+        "inner": math.prod(x.shape[2:]),
+        "size": int(attrs["size"]),
+        "alpha": float(attrs.get("alpha", 1e-4)),
+        "beta": float(attrs.get("beta", 0.75)),
+        "bias": float(attrs.get("bias", 1.0)),
+    }
+    ctx.backend.launch_flat(local_response_norm.specialize(T=x.elem), [x, y], y.size, **scalars)
+    return y
 
 
 @GPU_KERNELS.register("ConvTranspose", since=1, dtypes=FLOATS)

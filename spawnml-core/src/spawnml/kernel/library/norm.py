@@ -1,11 +1,11 @@
-"""Normalization over channels: batch normalization with given statistics, and group
-normalization (instance normalization is its one-channel-per-group case)."""
+"""Normalization over channels: batch normalization with given statistics, group normalization
+(instance normalization is its one-channel-per-group case) and local response normalization."""
 
 from __future__ import annotations
 
 from ..frontend import kernel
-from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, rsqrt, shared, sqrt
+from ..ir import Scalar, f32, i32, u32
+from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, pow, rsqrt, shared, sqrt
 
 
 @kernel(workgroup=(64,))
@@ -89,3 +89,33 @@ def group_norm(
         for k in range(lid, size, BLOCK):
             c = (first + k // inner) // share
             y[base + k] = (x[base + k] - mean) * inv * scale[c] + bias[c]
+
+
+@kernel(workgroup=(64,))
+def local_response_norm(
+    x: ReadBuffer[T],  # noqa: F821
+    y: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    C: u32,
+    inner: u32,
+    size: u32,
+    alpha: f32,
+    beta: f32,
+    bias: f32,
+    T: Const[Scalar],
+):
+    """``y = x / (bias + alpha / size * sum of x^2 over the size channels around it) ** beta`` on
+    ``(N, C, inner)``; the window reaches ``(size - 1) // 2`` channels back."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        c = i32((i // inner) % C)
+        first = i - u32(c) * inner
+        before = i32((size - u32(1)) // u32(2))
+        total = f32(0)
+        for k in range(c - before, c - before + i32(size)):
+            if k >= 0 and k < i32(C):
+                v = f32(x[first + u32(k) * inner])
+                total += v * v
+        scale = f32(bias) + f32(alpha) / f32(size) * total
+        y[i] = T(f32(x[i]) / pow(scale, f32(beta)))
