@@ -26,15 +26,15 @@ def infer_shapes(
         from ..plugins import operators as loaded
 
         operators = loaded()
-    outer = outer or {}
-    types = {name: outer[name] for name in graph.free_names() if name in outer}
+    free = graph.free_names()
+    types = {name: outer[name] for name in free if name in outer} if outer else {}
     constants: dict[str, np.ndarray] = dict(graph.initializers)
     for name, array in graph.initializers.items():
         types[name] = TensorType(array.dtype, tuple(array.shape))
     for value in (*graph.value_info.values(), *graph.inputs, *graph.outputs):
         if value.name not in types and (value.dtype is not None or value.shape is not None):
             types[value.name] = TensorType(value.dtype, value.shape)
-    for node in graph.toposort(frozenset(graph.free_names())):
+    for node in graph.toposort(frozenset(free)):
         if node.op_type == "Constant" and not node.domain:
             _record_constant(node, constants)
         for name, inferred in zip(
