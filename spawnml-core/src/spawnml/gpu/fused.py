@@ -7,11 +7,12 @@ here, and single operators without a hand-written map run as chains of one step.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backend import KernelContext
-from ..kernel.library.chain import Chain, chain_kernel, decode
+from ..kernel.library.chain import Chain, chain_kernel, decode, step
 from ..ops.defs.fused import DOMAIN
 from .array import DeviceArray, physical
 from .table import GPU_KERNELS, _broadcast_strides
@@ -32,6 +33,40 @@ def run_chain(ctx: KernelContext, chain: Chain, inputs: Sequence[DeviceArray], n
         buffers.append(ctx.backend.constant([*shape, *(s for row in rows for s in row)]))
     ctx.backend.launch_flat(k, buffers, out.size)
     return out
+
+
+#: A value of a chain being built: ``("input", k)`` or ``("step", j)``.
+ChainValue = tuple[str, int]
+
+
+@dataclass
+class ChainBuilder:
+    """An elementwise chain built step by step; inputs may be added between steps (references
+    are resolved when it runs, inputs first)."""
+
+    inputs: list[DeviceArray] = field(default_factory=list)
+    steps: list[tuple[str, tuple[ChainValue, ...], dict[str, object]]] = field(default_factory=list)
+
+    def input(self, x: DeviceArray) -> ChainValue:
+        self.inputs.append(x)
+        return ("input", len(self.inputs) - 1)
+
+    def add(self, op: str, *refs: ChainValue, **attrs: object) -> ChainValue:
+        self.steps.append((op, refs, attrs))
+        return ("step", len(self.steps) - 1)
+
+    def run(self, ctx: KernelContext, dtype: np.dtype, name: str) -> DeviceArray:
+        """The last step's value, of ``dtype`` (the others in float32)."""
+
+        def index(ref: ChainValue) -> int:
+            return ref[1] if ref[0] == "input" else len(self.inputs) + ref[1]
+
+        last = len(self.steps) - 1
+        chain = tuple(
+            step(op, [index(r) for r in refs], dtype.name if j == last else "float32", attrs)
+            for j, (op, refs, attrs) in enumerate(self.steps)
+        )
+        return run_chain(ctx, chain, self.inputs, name)
 
 
 @GPU_KERNELS.register("FusedElementwise", DOMAIN)

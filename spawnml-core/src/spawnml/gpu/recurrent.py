@@ -11,7 +11,6 @@ are refused at load).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ..kernel.library.chain import step
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .control import _slice
-from .fused import run_chain
+from .fused import ChainBuilder, ChainValue, run_chain
 from .table import FLOATS, GPU_KERNELS, _host, _strides, concatenate, copy_strided, matmul, permuted
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -63,40 +62,6 @@ def _checker(op: str) -> CheckFn:
         return f"activations {unknown} are not one of {sorted(ACTIVATIONS)}" if unknown else None
 
     return check
-
-
-#: A value of a chain being built: ``("input", k)`` or ``("step", j)``.
-Ref = tuple[str, int]
-
-
-@dataclass
-class _Chain:
-    """An elementwise chain built step by step; inputs may be added between steps (references
-    are resolved when it runs, inputs first)."""
-
-    inputs: list[DeviceArray] = field(default_factory=list)
-    steps: list[tuple[str, tuple[Ref, ...], dict[str, object]]] = field(default_factory=list)
-
-    def input(self, x: DeviceArray) -> Ref:
-        self.inputs.append(x)
-        return ("input", len(self.inputs) - 1)
-
-    def add(self, op: str, *refs: Ref, **attrs: object) -> Ref:
-        self.steps.append((op, refs, attrs))
-        return ("step", len(self.steps) - 1)
-
-    def run(self, ctx: KernelContext, dtype: np.dtype, name: str) -> DeviceArray:
-        """The last step's value, of ``dtype`` (the others in float32)."""
-
-        def index(ref: Ref) -> int:
-            return ref[1] if ref[0] == "input" else len(self.inputs) + ref[1]
-
-        last = len(self.steps) - 1
-        chain = tuple(
-            step(op, [index(r) for r in refs], dtype.name if j == last else "float32", attrs)
-            for j, (op, refs, attrs) in enumerate(self.steps)
-        )
-        return run_chain(ctx, chain, self.inputs, name)
 
 
 def _rows(ctx: KernelContext, x: DeviceArray, start: int, count: int) -> DeviceArray:
@@ -143,7 +108,9 @@ class _Cell:
             self.recurrence.append(permuted(ctx, _rows(ctx, recurrence, g * hidden, hidden), [1, 0]))
             self.bias.append(zeros if bias is None else _rows(ctx, bias, (gates + g) * hidden, hidden))
 
-    def gate(self, ctx: KernelContext, chain: _Chain, g: int, t: int, h: DeviceArray, *extra: Ref) -> Ref:
+    def gate(
+        self, ctx: KernelContext, chain: ChainBuilder, g: int, t: int, h: DeviceArray, *extra: ChainValue
+    ) -> ChainValue:
         """Gate ``g`` at step ``t``: ``x_t W_g^T + h R_g^T + Wb_g + Rb_g`` plus ``extra``, clipped."""
         projected = chain.input(_slice(ctx, self.projected[g], 0, t))
         total = chain.add("Add", projected, chain.input(matmul(ctx, h, self.recurrence[g])))
@@ -151,13 +118,13 @@ class _Cell:
             total = chain.add("Add", total, ref)
         return self.clipped(chain, total)
 
-    def clipped(self, chain: _Chain, value: Ref) -> Ref:
+    def clipped(self, chain: ChainBuilder, value: ChainValue) -> ChainValue:
         if not self.bounds:
             return value
         low, high = (chain.input(bound) for bound in self.bounds)
         return chain.add("Clip", value, low, high, has_min=True, has_max=True)
 
-    def act(self, chain: _Chain, k: int, value: Ref) -> Ref:
+    def act(self, chain: ChainBuilder, k: int, value: ChainValue) -> ChainValue:
         """Activation ``k`` of this direction (0: gates, 1: candidate / cell, 2: LSTM output)."""
         return chain.add(self.functions[k], value)
 
@@ -167,7 +134,7 @@ def _scalar(ctx: KernelContext, value: float) -> DeviceArray:
 
 
 def _rnn_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
-    chain = _Chain()
+    chain = ChainBuilder()
     cell.act(chain, 0, cell.gate(ctx, chain, 0, t, states[0]))
     return [chain.run(ctx, states[0].dtype, "rnn_step")]
 
@@ -177,7 +144,7 @@ def _gru_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]
     before the candidate's recurrence product."""
     (h,) = states
     if ctx.attrs.get("linear_before_reset", 0):
-        chain = _Chain()
+        chain = ChainBuilder()
         reset = cell.act(chain, 0, cell.gate(ctx, chain, 1, t, h))
         recurrent = chain.add(
             "Add", chain.input(matmul(ctx, h, cell.recurrence[2])), chain.input(cell.bias[2])
@@ -186,10 +153,10 @@ def _gru_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]
             "Add", chain.input(_slice(ctx, cell.projected[2], 0, t)), chain.add("Mul", reset, recurrent)
         )
     else:
-        chain = _Chain()
+        chain = ChainBuilder()
         chain.add("Mul", cell.act(chain, 0, cell.gate(ctx, chain, 1, t, h)), chain.input(h))
         reset_h = chain.run(ctx, h.dtype, "gru_reset")
-        chain = _Chain()
+        chain = ChainBuilder()
         candidate = chain.add(
             "Add",
             chain.input(_slice(ctx, cell.projected[2], 0, t)),
@@ -206,7 +173,7 @@ def _gru_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]
 def _lstm_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
     """Gates in ONNX's order i, o, f, c; peepholes (``P``) on i and f from the old cell, on o from the new."""
     h, c, *peepholes = states
-    chain = _Chain()
+    chain = ChainBuilder()
     old = chain.input(c)
     peep = [chain.input(p) for p in peepholes]
     inputs = cell.act(
@@ -221,7 +188,7 @@ def _lstm_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray
     candidate = cell.act(chain, 1, cell.gate(ctx, chain, 3, t, h))
     chain.add("Add", chain.add("Mul", forget, old), chain.add("Mul", inputs, candidate))
     new_c = chain.run(ctx, c.dtype, "lstm_cell")
-    chain = _Chain()
+    chain = ChainBuilder()
     cell_ref = chain.input(new_c)
     extra = [chain.add("Mul", chain.input(peepholes[1]), cell_ref)] if peepholes else []
     out = cell.act(chain, 0, cell.gate(ctx, chain, 1, t, h, *extra))
@@ -233,7 +200,7 @@ STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
 
 
 def _masked(ctx: KernelContext, active: DeviceArray, new: DeviceArray, old: DeviceArray) -> DeviceArray:
-    chain = _Chain()
+    chain = ChainBuilder()
     chain.add("Where", chain.input(active), chain.input(new), chain.input(old))
     return chain.run(ctx, new.dtype, "recurrent_mask")
 
