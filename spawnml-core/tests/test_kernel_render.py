@@ -134,6 +134,7 @@ KERNELS = {
     ),
     "gather_taps": grid_sample.gather_taps.specialize(T=f32, TAPS_PER_AXIS=2, VOLUME=True),
     "float_mod": remainder.float_mod.specialize(RANK=3, FMOD=False),
+    "integer_power": remainder.integer_power.specialize(RANK=2),
     "dft": dft.dft.specialize(T=f32, INVERSE=True, HALF=True),
     "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),

@@ -25,6 +25,7 @@ from ..kernel.library.batched_matmul import batched_matmul
 from ..kernel.library.bfloat16 import round_to_bfloat16
 from ..kernel.library.map import map1, map2, map3, with_value
 from ..kernel.library.movement import gather, strided_copy
+from ..kernel.library.remainder import integer_power
 from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import PHYSICAL, DeviceArray
@@ -131,10 +132,27 @@ def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
     return pow_(ctx, x, legacy_operand(ctx, x, y))
 
 
-@GPU_KERNELS.register("Pow", since=7, dtypes=FLOATS)
+#: The integer bases of Pow: those whose wrapped int32 powers narrow to the type's own.
+POW_INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
+
+
+@GPU_KERNELS.register("Pow", since=7, dtypes=(*FLOATS, *POW_INTEGERS))
 def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
-    """``x ** y``; an integer exponent is first cast to float32."""
-    return binary(ctx, "Pow", x, y if y.dtype == x.dtype else unary(ctx, "Cast", y, x.dtype))
+    """``x ** y`` of the base's type. A float base takes the exponent cast to its type; an integer
+    base with a float exponent is raised in float32 and truncated, with an integer exponent by
+    repeated squaring."""
+    if x.elem == f32:
+        return binary(ctx, "Pow", x, y if y.dtype == x.dtype else unary(ctx, "Cast", y, x.dtype))
+    if y.elem == f32:
+        raised = binary(ctx, "Pow", unary(ctx, "Cast", x, np.dtype(np.float32)), y)
+        return unary(ctx, "Cast", raised, x.dtype)
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out = ctx.backend.empty(shape, x.dtype)
+    meta = ctx.backend.constant(
+        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+    )
+    ctx.backend.launch_flat(integer_power.specialize(RANK=len(shape)), [x, y, out, meta], out.size)
+    return out
 
 
 def _variadic(ctx: KernelContext, op: str, xs: Sequence[Array]) -> Array:

@@ -1,4 +1,5 @@
-"""The exact floating-point remainder, for Mod on float tensors.
+"""Integer arithmetic the elementwise chains cannot express: the exact floating-point remainder
+(Mod on float tensors) and integer powers.
 
 ``a - b * trunc(a / b)`` rounds; instead each thread divides ``|a|`` by ``|b|`` the long way:
 it subtracts the largest ``|b| * 2**k`` that fits, halving, until less than ``|b|`` is left. Each
@@ -12,7 +13,7 @@ Operands broadcast like :func:`~spawnml.kernel.library.map.map2`'s; launch ``n``
 from __future__ import annotations
 
 from ..frontend import kernel
-from ..ir import f32, u32
+from ..ir import f32, i32, u32
 from ..lang import Buffer, Const, ReadBuffer, global_id
 
 #: The largest finite float32.
@@ -58,4 +59,44 @@ def float_mod(
             result = (a - a) / (b - b)  # NaN, computed: there is no NaN literal
         if not FMOD and result != f32(0) and (b < f32(0)) != (result < f32(0)):
             result = result + b
+        out[i] = result
+
+
+@kernel(workgroup=(64,))
+def integer_power(
+    x: ReadBuffer[i32],
+    y: ReadBuffer[i32],
+    out: Buffer[i32],
+    dims: ReadBuffer[u32],
+    n: u32,
+    width: u32,
+    RANK: Const[int],
+):
+    """``out[i] = x[.] ** y[.]`` in wrapping int32 by repeated squaring; a negative exponent gives
+    0, or ±1 for a base of ±1, as C's integer ``pow`` truncates. Broadcasting as in :func:`float_mod`."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        rest = i
+        ix = u32(0)
+        iy = u32(0)
+        for d in range(RANK - 1, -1, -1):
+            coord = rest % dims[d]
+            rest = rest // dims[d]
+            ix += coord * dims[RANK + d]
+            iy += coord * dims[2 * RANK + d]
+        base = x[ix]
+        exponent = y[iy]
+        result = 1
+        if exponent < 0:
+            result = 0
+            if base == 1:
+                result = 1
+            if base == -1:
+                result = -1 if exponent % 2 != 0 else 1
+        else:
+            while exponent > 0:
+                if exponent % 2 == 1:
+                    result = result * base
+                base = base * base
+                exponent = exponent // 2
         out[i] = result
