@@ -139,6 +139,7 @@ KERNELS = {
     "bottom_k_i32": topk.top_k.specialize(T=i32, LARGEST=False),
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),
+    "reverse_sequence": movement.reverse_sequence.specialize(T=i32),
     "map1": maps.map1.specialize(T=f32, R=f32),
     "map2": maps.map2.specialize(T=f32, R=i32, RANK=3),
     "map3": maps.map3.specialize(T=f32, RANK=3),

@@ -1,5 +1,6 @@
-"""Operators that only rearrange or pass through elements, composed from views and the strided
-copy: DepthToSpace, SpaceToDepth, and Dropout at inference (the input itself, and a mask of ones)."""
+"""Operators that only rearrange or pass through elements: DepthToSpace and SpaceToDepth (a view
+and a transpose), ReverseSequence (one kernel), and Dropout at inference (the input itself, and a
+mask of ones)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import numpy as np
 from ..backend import CheckFn, KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
+from ..kernel.library.movement import reverse_sequence
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import GPU_KERNELS, permuted
+from .table import GPU_KERNELS, _axis, _strides, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
 _DEPTH_TO_SPACE = {"DCR": (0, 3, 4, 1, 5, 2), "CRD": (0, 1, 4, 2, 5, 3)}
@@ -67,3 +69,24 @@ def dropout(ctx: KernelContext, x: DeviceArray, ratio: DeviceArray | None = None
         return (x,)
     mask = np.ones(x.shape, np.bool_ if ctx.opset >= 10 else x.dtype)
     return x, ctx.backend.from_numpy(mask)
+
+
+@GPU_KERNELS.register("ReverseSequence", since=10)
+def reverse_sequence_(ctx: KernelContext, x: DeviceArray, lengths: DeviceArray) -> DeviceArray:
+    """Each batch item's first ``lengths[b]`` steps reversed along ``time_axis``."""
+    rank = len(x.shape)
+    time, batch = (_axis(int(ctx.attrs.get(a, d)), rank) for a, d in (("time_axis", 0), ("batch_axis", 1)))
+    if rank < 2 or time == batch or lengths.shape != (x.shape[batch],):
+        raise InvalidArgumentError(
+            f"ReverseSequence of shape {list(x.shape)} along axis {time} with lengths {list(lengths.shape)}"
+        )
+    out = ctx.backend.empty(x.shape, x.dtype)
+    strides = _strides(x.shape)
+    scalars = {
+        "time_size": x.shape[time],
+        "time_stride": strides[time],
+        "batch_size": x.shape[batch],
+        "batch_stride": strides[batch],
+    }
+    ctx.backend.launch_flat(reverse_sequence.specialize(T=x.elem), [x, lengths, out], out.size, **scalars)
+    return out

@@ -1,4 +1,5 @@
-"""Data movement: strided copies (transpose, slice, expand, concat) and gathers along an axis."""
+"""Data movement: strided copies (transpose, slice, expand, concat), gathers along an axis and
+sequence reversal."""
 
 from __future__ import annotations
 
@@ -58,3 +59,29 @@ def gather(
         if index < 0:
             index += axis_dim
         out[i] = data[(o * u32(axis_dim) + u32(index)) * inner + k]
+
+
+@kernel(workgroup=(64,))
+def reverse_sequence(
+    x: ReadBuffer[T],  # noqa: F821
+    lengths: ReadBuffer[i32],
+    out: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    time_size: u32,
+    time_stride: u32,
+    batch_size: u32,
+    batch_stride: u32,
+    T: Const[Scalar],
+):
+    """``out`` is ``x`` with the first ``lengths[b]`` steps of each batch item ``b`` reversed along
+    the time axis; the axes' sizes and strides locate an element's step and item."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        t = (i // time_stride) % time_size
+        b = (i // batch_stride) % batch_size
+        length = u32(lengths[b])
+        source = i
+        if t < length:
+            source = i + (length - u32(1) - t) * time_stride - t * time_stride
+        out[i] = x[source]
