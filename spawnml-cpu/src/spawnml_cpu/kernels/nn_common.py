@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.ops.shapes import sliding_windows, window_attrs
 
-from .threads import blas_for
+from .threads import blas_for, one_blas_thread
 
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
 _WIDENED = frozenset({np.dtype(np.float16), np.dtype("bfloat16")})
@@ -35,12 +35,25 @@ def per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches), on as
-    many BLAS threads as pays (see :mod:`.threads`)."""
-    with blas_for(a.size * (b.shape[-1] if b.ndim > 1 else 1)):  # multiply-adds, batches of a alone
+    many BLAS threads as pays (see :mod:`.threads`), matrix-vector products on one.
+
+    OpenBLAS cuts the outputs of a matrix-vector product into one share per thread and computes
+    the last few of each share with a narrower kernel that rounds differently, so equal weight
+    columns would give outputs an ulp apart at places that follow the thread count (a Softmax of
+    large equal logits turns that into zeros).
+    """
+    work = a.size * (b.shape[-1] if b.ndim > 1 else 1)  # multiply-adds, batches of a alone
+    with one_blas_thread() if _is_matrix_vector(a, b) else blas_for(work):
         if a.ndim > 2 and b.ndim == 2:
             rows = math.prod(a.shape[:-1])  # explicit: -1 is ambiguous when a is empty
             return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
         return np.matmul(a, b)
+
+
+def _is_matrix_vector(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether each product of ``a @ b`` has one row or one column (BLAS runs it as a GEMV)."""
+    rows = math.prod(a.shape[:-1]) if b.ndim == 2 else (a.shape[-2] if a.ndim > 1 else 1)
+    return rows == 1 or b.ndim == 1 or b.shape[-1] == 1
 
 
 def grouped_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
