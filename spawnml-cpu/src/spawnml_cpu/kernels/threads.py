@@ -14,6 +14,9 @@ measurements on two cores shared with other processes:
   gains, and stalls whenever another process holds a core. The kernels never
   split a GEMM over threads of their own: OpenBLAS's calls from several threads at once
   contend badly on a loaded machine.
+
+Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
+equal outputs on any thread count (see :func:`.nn_common.matmul`).
 """
 
 from __future__ import annotations
