@@ -23,9 +23,11 @@ from ..ir import Node
 from ..kernel import ir
 from ..kernel.ir import Kernel, f32
 from ..kernel.library import pad as padding
+from ..kernel.library.chain import step
 from ..kernel.library.conv import activated, conv_direct, conv_gemm, conv_transpose
 from ..kernel.library.norm import batch_norm, group_norm, local_response_norm
 from ..kernel.library.pool import average_pool, global_pool, lp_pool, max_pool
+from ..kernel.library.reductions import reduce_kernel
 from ..kernel.library.resize import resample_axis
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from ..ops.defs.tensor import constant_value
@@ -41,7 +43,8 @@ from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
-from .table import FLOATS, GPU_KERNELS, _strides, concatenate, copy_strided, where
+from .fused import run_chain
+from .table import FLOATS, GPU_KERNELS, _strides, concatenate, copy_strided, permuted, where
 from .unary import swish
 
 Array = DeviceArray
@@ -323,18 +326,55 @@ def global_max_pool(ctx: KernelContext, x: Array) -> Array:
 
 # Normalization ---------------------------------------------------------------------------------
 def _check_batch_norm(node: Node, opset: int) -> str | None:
-    training = node.attrs.get("training_mode", 0) or (opset < 7 and not node.attrs.get("is_test", 0))
-    if any(node.outputs[1:]) or training:
-        return "training mode (batch statistics) is not run on the GPU"
+    """Training mode (batch statistics, updated running statistics) runs from opset 14 on."""
+    statistics = any(node.outputs[1:])
+    if opset >= 14:
+        training = node.attrs.get("training_mode", 0)
+        return "running statistics outputs need training_mode=1" if statistics and not training else None
+    if statistics or (opset < 7 and not node.attrs.get("is_test", 0)):
+        return "training mode before opset 14 is not run on the GPU"
     if not node.attrs.get("spatial", 1):
         return "spatial=0 (statistics per element) is not run on the GPU"
     return None
 
 
 @GPU_KERNELS.register("BatchNormalization", since=6, check=_check_batch_norm, dtypes=FLOATS)
-def batch_norm_(ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array) -> Array:
-    """Inference: the given mean and variance, one per channel (axis 1)."""
+def batch_norm_(
+    ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array
+) -> Array | tuple[Array, Array, Array]:
+    """Inference: the given mean and variance, one per channel (axis 1). Training: the batch's, and
+    the running statistics moved toward them by ``1 - momentum``."""
     _float(x, "BatchNormalization")
+    if ctx.attrs.get("training_mode", 0):
+        batch_mean, batch_var = _channel_statistics(ctx, x)
+        momentum = ctx.backend.from_numpy(np.array(ctx.attrs.get("momentum", 0.9), np.float32))
+        steps = (
+            step("Sub", [0, 1], "float32"),
+            step("Mul", [3, 2], "float32"),
+            step("Add", [4, 1], mean.dtype.name),
+        )
+        running = [
+            run_chain(ctx, steps, [old, new, momentum], "running_statistic")
+            for old, new in ((mean, batch_mean), (var, batch_var))
+        ]
+        return _normalized(ctx, x, scale, bias, batch_mean, batch_var), *running
+    return _normalized(ctx, x, scale, bias, mean, var)
+
+
+def _channel_statistics(ctx: KernelContext, x: Array) -> tuple[Array, Array]:
+    """The mean and (population) variance of each channel (axis 1) over the batch and positions."""
+    channels = x.shape[1]
+    rows = permuted(ctx, x, [1, 0, *range(2, len(x.shape))]).view((channels, x.size // channels))
+    mean = ctx.backend.empty((channels,), x.dtype)
+    ctx.backend.launch_flat(reduce_kernel("Mean", x.elem), [rows, mean], channels, D=rows.shape[1], inner=1)
+    steps = (step("Sub", [0, 1], "float32"), step("Mul", [2, 2], "float32"))
+    squares = run_chain(ctx, steps, [rows, mean.view((channels, 1))], "centred_squares")
+    var = ctx.backend.empty((channels,), x.dtype)
+    ctx.backend.launch_flat(reduce_kernel("Mean", x.elem), [squares, var], channels, D=rows.shape[1], inner=1)
+    return mean, var
+
+
+def _normalized(ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array) -> Array:
     y = ctx.backend.empty(x.shape, x.dtype)
     channels = x.shape[1] if len(x.shape) > 1 else 1
     inner = math.prod(x.shape[2:])
