@@ -59,7 +59,9 @@ def test_equal_weights_give_equal_outputs(name, blas_threads, monkeypatch):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.full(w_shape, 0.02, np.float32), "w")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8
+    ).SerializeToString()
     feeds = {"x": np.random.default_rng(0).uniform(0, 1e9, x_shape).astype(np.float32)}
     (reference,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     with threadpool_limits(blas_threads, user_api="blas"):
