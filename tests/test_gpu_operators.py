@@ -6,18 +6,23 @@ every float16, the midpoints between neighbours, their float32 neighbours and va
 the whole float32 range), PyTorch's ``scaled_dot_product_attention`` for Attention on shapes
 past one workgroup (grouped heads, causal, boolean and additive masks, a key/value cache),
 ``torch.nn.functional.rms_norm`` for RMSNormalization and numpy's stable sort for TopK (exactly,
-ties included). Tolerances: 1e-5 relative and absolute for attention and normalization (float32
-sums of up to 200 terms in another order).
+ties included), numpy for the exact float remainder (bit for bit) and the DFT (float64; 1e-4
+relative, 1e-4 * sqrt(length) absolute), PyTorch's ``grid_sample`` for GridSample (ONNX's
+reference evaluator for bicubic with border padding, where PyTorch does not clamp the sampling
+point). Tolerances: 1e-5 relative and absolute for attention, normalization and GridSample
+(float32 sums of up to 200 terms in another order).
 """
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import onnx
 import pytest
 import spawnml
 import torch
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
 
 from tests.backends import GPU_BACKENDS, backend_or_skip
 
@@ -160,3 +165,52 @@ def test_top_k_matches_a_stable_sort(provider, shape, axis, k, largest):
     order = np.argsort(-x if largest else x, axis=axis, kind="stable").take(np.arange(k), axis=axis)
     np.testing.assert_array_equal(indices, order)
     np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=axis))
+
+
+@pytest.mark.parametrize("fmod", [1, 0])
+def test_float_mod_is_exact(provider, fmod):
+    a = np.concatenate(
+        [rng.standard_normal(500) * 1e6, [5.5, -5.5, 1e30, -7.0, 0.0, 3.0, np.inf, 2.0]]
+    ).astype(np.float32)
+    b = np.concatenate([rng.standard_normal(500) * 1e-3, [2.0, 2.0, 3.3, 0.5, 1.0, 0.0, 2.0, np.inf]]).astype(
+        np.float32
+    )
+    (got,) = run(provider, model("Mod", {"a": a, "b": b}, opset=13, fmod=fmod), {"a": a, "b": b})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.fmod(a, b) if fmod else np.mod(a, b)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_matches_pytorch(provider, mode, padding, align):
+    x = rng.standard_normal((2, 3, 17, 23)).astype(np.float32)
+    grid = (rng.random((2, 11, 13, 2)) * 2.6 - 1.3).astype(np.float32)  # some points outside
+    feeds = {"x": x, "grid": grid}
+    onnx_model = model("GridSample", feeds, opset=20, mode=mode, padding_mode=padding, align_corners=align)
+    (got,) = run(provider, onnx_model, feeds)
+    if mode == "cubic" and padding == "border":
+        # PyTorch clamps each bicubic tap but not the sampling point; ONNX clamps the point first.
+        (want,) = ReferenceEvaluator(onnx.load_from_string(onnx_model)).run(None, feeds)
+    else:
+        torch_mode = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}[mode]
+        want = torch.nn.functional.grid_sample(
+            torch.from_numpy(x), torch.from_numpy(grid), torch_mode, padding, align_corners=bool(align)
+        ).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("length", "inverse", "onesided"), [(64, 0, 0), (50, 1, 0), (64, 0, 1), (30, 1, 1)])
+def test_dft_matches_numpy(provider, length, inverse, onesided):
+    parts = 1 if onesided and not inverse else 2
+    x = rng.standard_normal((3, length, parts)).astype(np.float32)
+    feeds = {"x": x}
+    (got,) = run(provider, model("DFT", feeds, opset=17, axis=1, inverse=inverse, onesided=onesided), feeds)
+    z = x[..., 0].astype(np.float64) + (1j * x[..., 1] if parts == 2 else 0)
+    if inverse and onesided:
+        want = np.fft.irfft(z, axis=1)[..., None]
+    else:
+        spectrum = (np.fft.ifft if inverse else np.fft.rfft if onesided else np.fft.fft)(z, axis=1)
+        want = np.stack([spectrum.real, spectrum.imag], axis=-1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(length))
