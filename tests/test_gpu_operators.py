@@ -2,15 +2,15 @@
 
 Each case is a one-node ONNX model run whole on the GPU provider (its placement is checked),
 compared with a reference: numpy / ml_dtypes for the casts to the 16-bit floats (exactly, over
-every float16, the midpoints between neighbours, their float32 neighbours and values across
-the whole float32 range), PyTorch's ``scaled_dot_product_attention`` for Attention on shapes
+every float16, the midpoints between neighbours, their float32 neighbours and normal float32
+values of exponents from -100 to 100), PyTorch's ``scaled_dot_product_attention`` for Attention on shapes
 past one workgroup (grouped heads, causal, boolean and additive masks, a key/value cache),
 ``torch.nn.functional.rms_norm`` for RMSNormalization and numpy's stable sort for TopK (exactly,
 ties included), numpy for the exact float remainder (bit for bit) and the DFT (float64; 1e-4
 relative, 1e-4 * sqrt(length) absolute), PyTorch's ``grid_sample`` for GridSample (ONNX's
 reference evaluator for bicubic with border padding, where PyTorch does not clamp the sampling
-point). Tolerances: 1e-5 relative and absolute for attention, normalization and GridSample
-(float32 sums of up to 200 terms in another order).
+point), numpy's float64 ``einsum`` for Einsum. Tolerances: 1e-5 relative and absolute for
+attention, normalization, GridSample and Einsum (float32 sums of up to 200 terms in another order).
 """
 
 from __future__ import annotations
@@ -214,3 +214,25 @@ def test_dft_matches_numpy(provider, length, inverse, onesided):
         spectrum = (np.fft.ifft if inverse else np.fft.rfft if onesided else np.fft.fft)(z, axis=1)
         want = np.stack([spectrum.real, spectrum.imag], axis=-1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(length))
+
+
+EINSUMS = [
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("ii->i", [(6, 6)]),
+    ("bii->bi", [(3, 5, 5)]),
+    ("ij->", [(7, 9)]),
+    ("i,i", [(70,), (70,)]),
+    ("ij,jk", [(4, 5), (5, 6)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 9, 16), (2, 3, 11, 16)]),
+    ("ijk,jl,lk->i", [(3, 4, 5), (4, 6), (6, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 2)]),
+    ("ij->ji", [(3, 8)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EINSUMS, ids=[e for e, _ in EINSUMS])
+def test_einsum_matches_numpy(provider, equation, shapes):
+    feeds = {f"x{i}": rng.standard_normal(shape).astype(np.float32) for i, shape in enumerate(shapes)}
+    (got,) = run(provider, model("Einsum", feeds, opset=12, equation=equation), feeds)
+    want = np.einsum(equation, *(x.astype(np.float64) for x in feeds.values()))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -7,6 +7,7 @@ A GPU backend is a :class:`Runtime` (device, pooled allocator, programs) and a r
 from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when imported)
     attention,
     control,
+    einsum,
     fused,
     gemm,
     indexing,
