@@ -140,6 +140,7 @@ KERNELS = {
     "strided_copy": movement.strided_copy.specialize(T=f32, RANK=3),
     "gather": movement.gather.specialize(T=f32),
     "reverse_sequence": movement.reverse_sequence.specialize(T=i32),
+    "col2im": movement.col2im.specialize(T=f32, RANK=2),
     "map1": maps.map1.specialize(T=f32, R=f32),
     "map2": maps.map2.specialize(T=f32, R=i32, RANK=3),
     "map3": maps.map3.specialize(T=f32, RANK=3),

@@ -1,18 +1,20 @@
 """Operators that only rearrange or pass through elements: DepthToSpace and SpaceToDepth (a view
-and a transpose), ReverseSequence (one kernel), and Dropout at inference (the input itself, and a
-mask of ones)."""
+and a transpose), ReverseSequence and Col2Im (one kernel each), and Dropout at inference (the
+input itself, and a mask of ones)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..backend import CheckFn, KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.library.movement import reverse_sequence
-from ..ops.shapes import as_text
+from ..kernel.library.movement import col2im, reverse_sequence
+from ..ops.shapes import as_text, window_attrs
 from .array import DeviceArray
-from .table import GPU_KERNELS, _axis, _strides, permuted
+from .table import GPU_KERNELS, _axis, _host, _strides, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
 _DEPTH_TO_SPACE = {"DCR": (0, 3, 4, 1, 5, 2), "CRD": (0, 1, 4, 2, 5, 3)}
@@ -89,4 +91,32 @@ def reverse_sequence_(ctx: KernelContext, x: DeviceArray, lengths: DeviceArray) 
         "batch_stride": strides[batch],
     }
     ctx.backend.launch_flat(reverse_sequence.specialize(T=x.elem), [x, lengths, out], out.size, **scalars)
+    return out
+
+
+@GPU_KERNELS.register("Col2Im", since=18)
+def col2im_(
+    ctx: KernelContext, x: DeviceArray, image_shape: DeviceArray, block_shape: DeviceArray
+) -> DeviceArray:
+    """Sliding blocks ``(N, C * prod(block), L)`` summed back into images ``(N, C, *image)``."""
+    image = [int(d) for d in _host(ctx, image_shape).reshape(-1)]
+    block = [int(d) for d in _host(ctx, block_shape).reshape(-1)]
+    rank = len(image)
+    strides, dilations, pads = window_attrs(ctx.attrs, block)
+    counts = [
+        (size + pads[a] + pads[a + rank] - (k - 1) * d - 1) // s + 1
+        for a, (size, k, d, s) in enumerate(zip(image, block, dilations, strides, strict=True))
+    ]
+    window = math.prod(block)
+    if len(x.shape) != 3 or x.shape[1] % window or x.shape[2] != math.prod(counts) or min(counts) < 1:
+        raise InvalidArgumentError(
+            f"an input of shape {list(x.shape)} does not hold blocks {block} of an image {image}"
+        )
+    channels = x.shape[1] // window
+    out = ctx.backend.empty((x.shape[0], channels, *image), x.dtype)
+    if out.size:
+        dims = ctx.backend.constant([*image, *counts, *block, *strides, *dilations, *pads[:rank]])
+        k = col2im.specialize(T=x.elem, RANK=rank)
+        scalars = {"C": channels, "image": math.prod(image), "window": window, "blocks": x.shape[2]}
+        ctx.backend.launch_flat(k, [x, dims, out], out.size, **scalars)
     return out

@@ -1,5 +1,5 @@
-"""Data movement: strided copies (transpose, slice, expand, concat), gathers along an axis and
-sequence reversal."""
+"""Data movement: strided copies (transpose, slice, expand, concat), gathers along an axis,
+sequence reversal and Col2Im's gathering of image patches."""
 
 from __future__ import annotations
 
@@ -85,3 +85,49 @@ def reverse_sequence(
         if t < length:
             source = i + (length - u32(1) - t) * time_stride - t * time_stride
         out[i] = x[source]
+
+
+@kernel(workgroup=(64,))
+def col2im(
+    x: ReadBuffer[T],  # noqa: F821
+    dims: ReadBuffer[u32],
+    out: Buffer[T],  # noqa: F821
+    n: u32,
+    width: u32,
+    C: u32,
+    image: u32,
+    window: u32,
+    blocks: u32,
+    T: Const[Scalar],
+    RANK: Const[int],
+):
+    """Col2Im: ``out[n, c, p]`` sums the columns ``x[n, c * window + k, b]`` of every kernel offset
+    ``k`` whose block ``b`` covers pixel ``p`` (``image`` pixels, ``window`` offsets and ``blocks``
+    blocks in all). ``dims`` holds, ``RANK`` each: the image shape, the blocks per axis, the kernel
+    shape, the strides, the dilations and the leading pads."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        c = (i // image) % C
+        item = i // (image * C)
+        total = T(0)
+        for k in range(window):
+            rest_k = k
+            rest_p = i % image
+            block = u32(0)
+            scale = u32(1)
+            inside = True
+            for d in range(RANK - 1, -1, -1):
+                offset = i32(rest_k % dims[2 * RANK + d])
+                rest_k = rest_k // dims[2 * RANK + d]
+                pixel = i32(rest_p % dims[d])
+                rest_p = rest_p // dims[d]
+                q = pixel + i32(dims[5 * RANK + d]) - offset * i32(dims[4 * RANK + d])
+                stride = i32(dims[3 * RANK + d])
+                if q < 0 or q % stride != 0 or q // stride >= i32(dims[RANK + d]):
+                    inside = False
+                else:
+                    block += u32(q // stride) * scale
+                scale = scale * dims[RANK + d]
+            if inside:
+                total += x[((item * C + c) * window + k) * blocks + block]
+        out[i] = total
