@@ -18,7 +18,7 @@ from ..kernel.library.attention import attention_softmax
 from ..kernel.library.attention import rotary_embedding as rotary_embedding_kernel
 from ..kernel.library.chain import step
 from .array import DeviceArray
-from .fused import run_chain
+from .fused import run_chain, scalar
 from .table import FLOATS, GPU_KERNELS, _broadcast_strides, concatenate, matmul, permuted, where
 
 #: The ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
@@ -93,20 +93,16 @@ def _split(ctx: KernelContext, x: DeviceArray, heads: int) -> DeviceArray:
     return permuted(ctx, x.view((batch, sequence, heads, hidden // heads)), [0, 2, 1, 3])
 
 
-def _scalar(ctx: KernelContext, value: float) -> DeviceArray:
-    return ctx.backend.from_numpy(np.array(value, np.float32))
-
-
 def _scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
     steps = (step("Mul", [0, 1], x.dtype.name),)
-    return run_chain(ctx, steps, [x, _scalar(ctx, factor)], "attention_scale")
+    return run_chain(ctx, steps, [x, scalar(ctx, factor)], "attention_scale")
 
 
 def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArray:
     """``cap * tanh(scores / cap)``."""
     name = scores.dtype.name
     steps = (step("Div", [0, 1], name), step("Tanh", [2], name), step("Mul", [3, 1], name))
-    return run_chain(ctx, steps, [scores, _scalar(ctx, cap)], "attention_soft_cap")
+    return run_chain(ctx, steps, [scores, scalar(ctx, cap)], "attention_soft_cap")
 
 
 def _masked_softmax(
@@ -123,7 +119,7 @@ def _masked_softmax(
         mask, strides, mask_len = ctx.backend.constant(np.zeros(1, np.float32), np.float32), [0] * 4, kv_len
     else:
         if mask.dtype == np.bool_:
-            mask = where(ctx, mask, _scalar(ctx, 0.0), _scalar(ctx, -np.inf))
+            mask = where(ctx, mask, scalar(ctx, 0.0), scalar(ctx, -np.inf))
         mask_len = mask.shape[-1]
         if mask_len > kv_len or len(mask.shape) > 4:
             raise InvalidArgumentError(

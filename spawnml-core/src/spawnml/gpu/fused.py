@@ -35,6 +35,11 @@ def run_chain(ctx: KernelContext, chain: Chain, inputs: Sequence[DeviceArray], n
     return out
 
 
+def scalar(ctx: KernelContext, value: float) -> DeviceArray:
+    """A float32 operand of one element, broadcast by the chain it enters."""
+    return ctx.backend.from_numpy(np.array(value, np.float32))
+
+
 #: A value of a chain being built: ``("input", k)`` or ``("step", j)``.
 ChainValue = tuple[str, int]
 

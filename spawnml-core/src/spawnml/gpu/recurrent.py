@@ -20,7 +20,7 @@ from ..kernel.library.chain import step
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .control import _slice
-from .fused import ChainBuilder, ChainValue, run_chain
+from .fused import ChainBuilder, ChainValue, run_chain, scalar
 from .table import FLOATS, GPU_KERNELS, _host, _strides, concatenate, copy_strided, matmul, permuted
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -91,7 +91,7 @@ class _Cell:
         per = len(DEFAULTS[ctx.node.op_type])
         self.functions = _activations(ctx.node)[index * per : (index + 1) * per]
         clip = ctx.attrs.get("clip")
-        self.bounds = [] if clip is None else [_scalar(ctx, -float(clip)), _scalar(ctx, float(clip))]
+        self.bounds = [] if clip is None else [scalar(ctx, -float(clip)), scalar(ctx, float(clip))]
         rows = x.view((steps * batch, size))
         weights, recurrence = _slice(ctx, w, 0, index), _slice(ctx, r, 0, index)
         bias = None if b is None else _slice(ctx, b, 0, index)
@@ -127,10 +127,6 @@ class _Cell:
     def act(self, chain: ChainBuilder, k: int, value: ChainValue) -> ChainValue:
         """Activation ``k`` of this direction (0: gates, 1: candidate / cell, 2: LSTM output)."""
         return chain.add(self.functions[k], value)
-
-
-def _scalar(ctx: KernelContext, value: float) -> DeviceArray:
-    return ctx.backend.from_numpy(np.array(value, np.float32))
 
 
 def _rnn_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
@@ -180,7 +176,7 @@ def _lstm_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray
         chain, 0, cell.gate(ctx, chain, 0, t, h, *([chain.add("Mul", peep[0], old)] if peep else []))
     )
     if ctx.attrs.get("input_forget", 0):
-        forget = chain.add("Sub", chain.input(_scalar(ctx, 1.0)), inputs)
+        forget = chain.add("Sub", chain.input(scalar(ctx, 1.0)), inputs)
     else:
         forget = cell.act(
             chain, 0, cell.gate(ctx, chain, 2, t, h, *([chain.add("Mul", peep[2], old)] if peep else []))

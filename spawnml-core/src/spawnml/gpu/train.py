@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
@@ -24,7 +22,7 @@ from ..ops.defs.misc import OPTIMIZER_STATES, TRAINING_DOMAIN, optimizer_groups
 from ..ops.defs.train import DOMAIN
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .fused import ChainBuilder, ChainValue
+from .fused import ChainBuilder, ChainValue, scalar
 from .table import FLOATS, GPU_KERNELS, _host
 
 Array = DeviceArray
@@ -254,13 +252,11 @@ def rmsprop(
 # ONNX's preview training optimizers (ai.onnx.preview.training): Adagrad, Momentum and Adam over
 # groups of (X, G, states...), each new tensor one generated chain; the rate and step are read
 # on the host, and the rate's decay or bias correction folded into one scalar.
-def _value(ctx: KernelContext, value: float) -> DeviceArray:
-    return ctx.backend.from_numpy(np.array(value, np.float32))
 
 
 def _decayed_gradient(ctx: KernelContext, chain: ChainBuilder, x: ChainValue, g: DeviceArray) -> ChainValue:
     """``norm_coefficient * x + g``."""
-    scaled = chain.add("Mul", chain.input(_value(ctx, ctx.attrs.get("norm_coefficient", 0.0))), x)
+    scaled = chain.add("Mul", chain.input(scalar(ctx, ctx.attrs.get("norm_coefficient", 0.0))), x)
     return chain.add("Add", scaled, chain.input(g))
 
 
@@ -274,9 +270,9 @@ def _adagrad(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, h: 
     x_ref = chain.input(x)
     gradient = _decayed_gradient(ctx, chain, x_ref, g)
     root = chain.add(
-        "Add", chain.add("Sqrt", chain.input(new_h)), chain.input(_value(ctx, ctx.attrs.get("epsilon", 0.0)))
+        "Add", chain.add("Sqrt", chain.input(new_h)), chain.input(scalar(ctx, ctx.attrs.get("epsilon", 0.0)))
     )
-    move = chain.add("Div", chain.add("Mul", chain.input(_value(ctx, rate)), gradient), root)
+    move = chain.add("Div", chain.add("Mul", chain.input(scalar(ctx, rate)), gradient), root)
     chain.add("Sub", x_ref, move)
     return chain.run(ctx, x.dtype, "adagrad_update"), new_h
 
@@ -285,16 +281,16 @@ def _momentum(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, v:
     alpha, beta = ctx.attrs.get("alpha", 0.0), ctx.attrs.get("beta", 0.0) if step > 0 else 1.0
     chain = ChainBuilder()
     gradient = _decayed_gradient(ctx, chain, chain.input(x), g)
-    kept = chain.add("Mul", chain.input(_value(ctx, alpha)), chain.input(v))
-    chain.add("Add", kept, chain.add("Mul", chain.input(_value(ctx, beta)), gradient))
+    kept = chain.add("Mul", chain.input(scalar(ctx, alpha)), chain.input(v))
+    chain.add("Add", kept, chain.add("Mul", chain.input(scalar(ctx, beta)), gradient))
     new_v = chain.run(ctx, v.dtype, "momentum_state")
     chain = ChainBuilder()
     x_ref, v_ref = chain.input(x), chain.input(new_v)
     direction = v_ref
     if as_text(ctx.attrs.get("mode", "standard")) == "nesterov":
         gradient = _decayed_gradient(ctx, chain, x_ref, g)
-        direction = chain.add("Add", gradient, chain.add("Mul", chain.input(_value(ctx, alpha)), v_ref))
-    chain.add("Sub", x_ref, chain.add("Mul", chain.input(_value(ctx, rate)), direction))
+        direction = chain.add("Add", gradient, chain.add("Mul", chain.input(scalar(ctx, alpha)), v_ref))
+    chain.add("Sub", x_ref, chain.add("Mul", chain.input(scalar(ctx, rate)), direction))
     return chain.run(ctx, x.dtype, "momentum_update"), new_v
 
 
@@ -307,8 +303,8 @@ def _adam(
         chain = ChainBuilder()
         gradient = _decayed_gradient(ctx, chain, chain.input(x), g)
         term = chain.add("Mul", gradient, gradient) if squared else gradient
-        kept = chain.add("Mul", chain.input(_value(ctx, keep)), chain.input(state))
-        chain.add("Add", kept, chain.add("Mul", chain.input(_value(ctx, 1 - keep)), term))
+        kept = chain.add("Mul", chain.input(scalar(ctx, keep)), chain.input(state))
+        chain.add("Add", kept, chain.add("Mul", chain.input(scalar(ctx, 1 - keep)), term))
         states.append(chain.run(ctx, state.dtype, "adam_state"))
     if step > 0:
         rate = rate * math.sqrt(1 - beta**step) / (1 - alpha**step)
@@ -317,10 +313,10 @@ def _adam(
     root = chain.add(
         "Add",
         chain.add("Sqrt", chain.input(states[1])),
-        chain.input(_value(ctx, ctx.attrs.get("epsilon", 0.0))),
+        chain.input(scalar(ctx, ctx.attrs.get("epsilon", 0.0))),
     )
-    move = chain.add("Div", chain.add("Mul", chain.input(_value(ctx, rate)), chain.input(states[0])), root)
-    kept = chain.input(_value(ctx, 1 - ctx.attrs.get("norm_coefficient_post", 0.0)))
+    move = chain.add("Div", chain.add("Mul", chain.input(scalar(ctx, rate)), chain.input(states[0])), root)
+    kept = chain.input(scalar(ctx, 1 - ctx.attrs.get("norm_coefficient_post", 0.0)))
     chain.add("Mul", kept, chain.add("Sub", x_ref, move))
     return chain.run(ctx, x.dtype, "adam_update"), *states
 
