@@ -1,6 +1,6 @@
 """Operators that only rearrange or pass through elements: DepthToSpace and SpaceToDepth (a view
-and a transpose), ReverseSequence and Col2Im (one kernel each), and Dropout at inference (the
-input itself, and a mask of ones)."""
+and a transpose), ReverseSequence and Col2Im (one kernel each), TensorScatter (strided copies),
+and Dropout at inference (the input itself, and a mask of ones)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..ir import Node
 from ..kernel.library.movement import col2im, reverse_sequence
 from ..ops.shapes import as_text, window_attrs
 from .array import DeviceArray
-from .table import GPU_KERNELS, _axis, _host, _strides, permuted
+from .table import GPU_KERNELS, _axis, _host, _strides, copy_strided, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
 _DEPTH_TO_SPACE = {"DCR": (0, 3, 4, 1, 5, 2), "CRD": (0, 1, 4, 2, 5, 3)}
@@ -120,3 +120,51 @@ def col2im_(
         scalars = {"C": channels, "image": math.prod(image), "window": window, "blocks": x.shape[2]}
         ctx.backend.launch_flat(k, [x, dims, out], out.size, **scalars)
     return out
+
+
+def _check_tensor_scatter(node: Node, opset: int) -> str | None:
+    mode = as_text(node.attrs.get("mode", "linear"))
+    return None if mode in ("linear", "circular") else f"mode={mode!r} is not linear or circular"
+
+
+@GPU_KERNELS.register("TensorScatter", since=24, check=_check_tensor_scatter)
+def tensor_scatter(
+    ctx: KernelContext, past: DeviceArray, update: DeviceArray, write_indices: DeviceArray | None = None
+) -> DeviceArray:
+    """A copy of the cache ``past`` with each batch item's ``update`` steps written along ``axis`` from
+    its write index (wrapping around in ``circular`` mode): strided copies of contiguous runs."""
+    rank = len(past.shape)
+    axis = _axis(int(ctx.attrs.get("axis", -2)), rank)
+    if (
+        axis == 0
+        or update.shape[:axis] + update.shape[axis + 1 :] != past.shape[:axis] + past.shape[axis + 1 :]
+    ):
+        raise InvalidArgumentError(
+            f"an update of shape {list(update.shape)} does not fit a cache of shape {list(past.shape)} "
+            f"along axis {axis} (axis 0 is the batch)"
+        )
+    capacity, steps = past.shape[axis], update.shape[axis]
+    starts = (
+        [0] * past.shape[0]
+        if write_indices is None
+        else [int(s) for s in _host(ctx, write_indices).reshape(-1)]
+    )
+    circular = as_text(ctx.attrs.get("mode", "linear")) == "circular"
+    present = ctx.backend.empty(past.shape, past.dtype)
+    ctx.backend.assign(present, past)
+    source, target = _strides(update.shape), _strides(past.shape)
+    for item, start in enumerate(starts):
+        if not circular and not 0 <= start <= capacity - steps:
+            raise InvalidArgumentError(f"writing {steps} steps at {start} overruns a cache of {capacity}")
+        done = 0
+        while done < steps:  # a contiguous run, up to the end of the cache when circular
+            at = (start + done) % capacity
+            run = min(steps - done, capacity - at)
+            shape = [1, *update.shape[1:axis], run, *update.shape[axis + 1 :]]
+            offsets = {
+                "src_offset": item * source[0] + done * source[axis],
+                "dst_offset": item * target[0] + at * target[axis],
+            }
+            copy_strided(ctx, update, present, shape, source, target, **offsets)
+            done += run
+    return present
