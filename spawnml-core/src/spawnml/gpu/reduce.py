@@ -1,6 +1,7 @@
 """Reductions on the GPU: ReduceSum / Mean / Max / Min / Prod / L1 / L2 / LogSum / LogSumExp / SumSquare and
 ArgMax / ArgMin, one thread per output element over generated row kernels; TopK, one thread per row;
-LpNormalization, a norm row kernel and one generated division.
+LpNormalization, a norm row kernel and one generated division; MeanVarianceNormalization, mean
+reductions and generated chains.
 
 Reduced axes that are adjacent are read in place (rows ``inner`` apart); others are first
 transposed behind the kept ones. An empty reduction gives the operator's identity (``-inf``
@@ -23,7 +24,7 @@ from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
 from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
-from .fused import run_chain
+from .fused import run_chain, scalar
 from .table import FLOATS, GPU_KERNELS, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
@@ -121,6 +122,27 @@ def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
         step("Where", [4, 2, 3], x.dtype.name),
     )
     return run_chain(ctx, steps, [x, norm, zero], "lp_normalization")
+
+
+#: What MeanVarianceNormalization adds to the standard deviation, as onnxruntime does.
+MVN_EPSILON = 1e-9
+
+
+@GPU_KERNELS.register("MeanVarianceNormalization", since=9, dtypes=FLOATS)
+def mean_variance_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """``(x - mean) / (std + 1e-9)`` over ``axes`` (the node's, default 0, 2, 3): two mean reductions
+    and two generated chains."""
+    mean = reduce(ctx, "Mean", x, None)
+    steps = (step("Sub", [0, 1], "float32"), step("Mul", [2, 2], x.dtype.name))
+    squares = run_chain(ctx, steps, [x, mean], "centred_squares")
+    variance = reduce(ctx, "Mean", squares, None)
+    steps = (
+        step("Sub", [0, 1], "float32"),
+        step("Sqrt", [2], "float32"),
+        step("Add", [5, 3], "float32"),
+        step("Div", [4, 6], x.dtype.name),
+    )
+    return run_chain(ctx, steps, [x, mean, variance, scalar(ctx, MVN_EPSILON)], "mean_variance_normalization")
 
 
 def _register() -> None:
