@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import SpawnMLError
 from ..ir import Graph, Node, Value
+from ..ops.defs.tensor import constant_value
 from ..planner import build_plan
 from ..tensor import EMPTY_OPTIONAL, TensorSequence
 from .context import PassContext
@@ -34,7 +35,8 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
     for node in graph.toposort(frozenset(free)):
         if not _foldable(graph, node, outputs, outer):
             continue
-        results = evaluate(graph, node, ctx, outer)
+        standard = node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+        results = _constant(graph, node, ctx) if standard else evaluate(graph, node, ctx, outer)
         if results is None:
             continue
         graph.nodes.remove(node)
@@ -50,6 +52,17 @@ def _foldable(graph: Graph, node: Node, outputs: set[str], outer: Mapping[str, n
         and not any(name in outputs for name in node.outputs)
         and all(constant(graph, name) is not None or name in outer for name in node.inputs if name)
     )
+
+
+def _constant(graph: Graph, node: Node, ctx: PassContext) -> dict[str, np.ndarray] | None:
+    """A Constant node's value, read from its attributes (as its kernels do) without planning it,
+    where a provider runs the node."""
+    if ctx.placement(graph, node) is None:
+        return None
+    try:
+        return {node.outputs[0]: np.array(constant_value(node.attrs))}
+    except SpawnMLError:
+        return None
 
 
 def evaluate(
