@@ -9,7 +9,7 @@ past one workgroup (grouped heads, causal, boolean and additive masks, a key/val
 ties included), numpy for the exact float remainder (bit for bit) and the DFT (float64; 1e-4
 relative, 1e-4 * sqrt(length) absolute), PyTorch's ``grid_sample`` for GridSample (ONNX's
 reference evaluator for bicubic with border padding, where PyTorch does not clamp the sampling
-point), numpy's float64 ``einsum`` for Einsum. Tolerances: 1e-5 relative and absolute for
+point), numpy's float64 ``einsum`` for Einsum and ``linalg.det`` for Det (1e-4). Tolerances: 1e-5 relative and absolute for
 attention, normalization, GridSample and Einsum (float32 sums of up to 200 terms in another order).
 """
 
@@ -236,3 +236,11 @@ def test_einsum_matches_numpy(provider, equation, shapes):
     (got,) = run(provider, model("Einsum", feeds, opset=12, equation=equation), feeds)
     want = np.einsum(equation, *(x.astype(np.float64) for x in feeds.values()))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_det_matches_numpy(provider):
+    x = rng.standard_normal((4, 3, 7, 7)).astype(np.float32)
+    x[0, 0, :, 0] = 0  # a singular matrix
+    x[1, 1, 0, 0] = 0  # a zero where elimination must pivot
+    (got,) = run(provider, model("Det", {"x": x}, opset=22), {"x": x})
+    np.testing.assert_allclose(got, np.linalg.det(x.astype(np.float64)), rtol=1e-4, atol=1e-4)

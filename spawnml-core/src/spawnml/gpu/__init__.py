@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     gemm,
     indexing,
     layout,
+    linalg,
     loss,
     quant,
     recurrent,
