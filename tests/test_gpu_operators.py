@@ -9,8 +9,9 @@ past one workgroup (grouped heads, causal, boolean and additive masks, a key/val
 ties included), numpy for the exact float remainder (bit for bit) and the DFT (float64; 1e-4
 relative, 1e-4 * sqrt(length) absolute), PyTorch's ``grid_sample`` for GridSample (ONNX's
 reference evaluator for bicubic with border padding, where PyTorch does not clamp the sampling
-point), numpy's float64 ``einsum`` for Einsum and ``linalg.det`` for Det (1e-4). Tolerances: 1e-5 relative and absolute for
-attention, normalization, GridSample and Einsum (float32 sums of up to 200 terms in another order).
+point), numpy's float64 ``einsum`` for Einsum and ``linalg.det`` for Det (1e-4). Tolerances:
+1e-5 relative and absolute for attention, normalization, GridSample and Einsum (float32 sums of
+up to 200 terms in another order).
 """
 
 from __future__ import annotations
