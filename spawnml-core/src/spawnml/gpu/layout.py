@@ -1,6 +1,7 @@
 """Operators that only rearrange or pass through elements: DepthToSpace and SpaceToDepth (a view
 and a transpose), ReverseSequence and Col2Im (one kernel each), TensorScatter (strided copies),
-and Dropout at inference (the input itself, and a mask of ones)."""
+BitCast (a relabelling, re-wrapped for the narrow integers), and Dropout at inference (the input
+itself, and a mask of ones)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import math
 import numpy as np
 
 from ..backend import CheckFn, KernelContext
+from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
+from ..kernel.library.chain import step
 from ..kernel.library.movement import col2im, reverse_sequence
 from ..ops.shapes import as_text, window_attrs
 from .array import DeviceArray
+from .fused import run_chain
 from .table import GPU_KERNELS, _axis, _host, _strides, copy_strided, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
@@ -168,3 +172,38 @@ def tensor_scatter(
             copy_strided(ctx, update, present, shape, source, target, **offsets)
             done += run
     return present
+
+
+#: The types BitCast reinterprets on the GPU: those held as their own bits (float32, int32) or
+#: as their value in int32 (the 8- and 16-bit integers and bool, re-wrapped to the target's range).
+BIT_CASTABLE = tuple(
+    np.dtype(t) for t in (np.float32, np.int32, np.int8, np.uint8, np.int16, np.uint16, np.bool_)
+)
+
+
+def _check_bit_cast(node: Node, opset: int) -> str | None:
+    target = from_onnx(int(node.attrs.get("to", 0)))
+    return None if target in BIT_CASTABLE else f"bit casts to {target} are not run on the GPU"
+
+
+@GPU_KERNELS.register("BitCast", since=26, check=_check_bit_cast, dtypes=BIT_CASTABLE)
+def bit_cast(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """The same bits as another type of their width: float32 and int32 share the device's bits,
+    the narrower integers are wrapped into the target's range (``x & mask``, sign-extended)."""
+    target = from_onnx(int(ctx.attrs["to"]))
+    if target.itemsize != x.dtype.itemsize:
+        raise InvalidArgumentError(f"BitCast from {x.dtype} to {target}: the widths differ")
+    relabelled = DeviceArray(x.storage, x.shape, target)
+    if target.itemsize == 4 or target == np.bool_ or not x.size:
+        return relabelled
+    bits = 8 * target.itemsize
+    mask, half = _int32(ctx, 2**bits - 1), _int32(ctx, 2 ** (bits - 1))
+    if np.issubdtype(target, np.unsignedinteger):
+        steps = (step("And", [0, 1], target.name),)
+        return run_chain(ctx, steps, [relabelled, mask], "wrap_unsigned")
+    steps = (step("Add", [0, 2], "int32"), step("And", [3, 1], "int32"), step("Sub", [4, 2], target.name))
+    return run_chain(ctx, steps, [relabelled, mask, half], "wrap_signed")
+
+
+def _int32(ctx: KernelContext, value: int) -> DeviceArray:
+    return ctx.backend.from_numpy(np.array(value, np.int32))
