@@ -237,6 +237,13 @@ def expand(ctx: KernelContext, x: Array, shape: Array) -> Array:
     return out
 
 
+@GPU_KERNELS.register("Slice", until=10)
+def slice_legacy(ctx: KernelContext, x: Array) -> Array:
+    """Before opset 10 the bounds and axes are attributes, the steps all 1."""
+    starts, ends = ctx.attrs["starts"], ctx.attrs["ends"]
+    return sliced(ctx, x, starts, ends, ctx.attrs.get("axes") or range(len(starts)), [1] * len(starts))
+
+
 @GPU_KERNELS.register("Slice", since=10)
 def slice_(
     ctx: KernelContext,
@@ -246,12 +253,24 @@ def slice_(
     axes: Array | None = None,
     steps: Array | None = None,
 ) -> Array:
-    rank = len(x.shape)
     first, last = _host(ctx, starts), _host(ctx, ends)
     chosen = range(len(first)) if axes is None else _host(ctx, axes)
     stride = [1] * len(first) if steps is None else _host(ctx, steps)
+    return sliced(ctx, x, first, last, chosen, stride)
+
+
+def sliced(
+    ctx: KernelContext,
+    x: Array,
+    starts: Sequence[int],
+    ends: Sequence[int],
+    axes: Sequence[int],
+    steps: Sequence[int],
+) -> Array:
+    """``x`` cut to ``starts:ends:steps`` along ``axes`` (Python's slice rules), copied."""
+    rank = len(x.shape)
     ranges = [range(dim) for dim in x.shape]
-    for axis, start, end, step in zip(chosen, first, last, stride, strict=True):
+    for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
         axis = _axis(int(axis), rank)
         if step == 0:
             raise InvalidArgumentError("Slice steps must not be 0")
