@@ -1,5 +1,5 @@
 """Indexing, shape-producing and row operators on the GPU: GatherElements, GatherND, Compress, OneHot,
-Tile, Trilu, Split, ScatterND, ScatterElements, CumSum, CumProd, LogSoftmax, Hardmax, CastLike,
+Tile, Trilu, Split, ScatterND, ScatterElements, MaxUnpool, CumSum, CumProd, LogSoftmax, Hardmax, CastLike,
 Range, ConstantOfShape, EyeLike and Size.
 
 Range and ConstantOfShape take their sizes and values from shape-like inputs read on the host
@@ -17,10 +17,12 @@ import numpy as np
 
 from ..backend import KernelContext
 from ..dtypes import from_onnx
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SpawnMLError
+from ..ir import Node
 from ..kernel.library.chain import step
 from ..kernel.library.indexing import gather_elements, gather_nd, scatter_elements, scatter_nd, tile, trilu
 from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_rows
+from ..ops.defs.vision import unpool_attrs, unpooled_size
 from .array import DeviceArray
 from .fused import run_chain
 from .table import FLOATS, GPU_KERNELS, _axis, _host, _strides, cast_to, copy_strided, take
@@ -290,4 +292,44 @@ def scatter_elements_(
             "axis_dim": data.shape[axis],
         }
         ctx.backend.launch_flat(k, [out, indices, updates, meta], updates.size // length, **scalars)
+    return out
+
+
+def _check_unpool(node: Node, opset: int) -> str | None:
+    try:
+        unpool_attrs(node.attrs)
+    except SpawnMLError as error:
+        return str(error)
+    return None
+
+
+@GPU_KERNELS.register("MaxUnpool", since=9, check=_check_unpool)
+def max_unpool(
+    ctx: KernelContext, x: DeviceArray, indices: DeviceArray, output_shape: DeviceArray | None = None
+) -> DeviceArray:
+    """The pooled values scattered to their flat ``indices`` in the unpooled shape (zeros elsewhere),
+    padded at the end of each axis up to ``output_shape`` when given, as ONNX's reference does."""
+    kernel, strides, pads = unpool_attrs(ctx.attrs)
+    count = len(kernel)
+    if len(x.shape) != count + 2 or indices.shape != x.shape:
+        raise InvalidArgumentError(
+            f"input {list(x.shape)} and indices {list(indices.shape)} do not fit a {count}-d kernel"
+        )
+    spatial = [
+        unpooled_size(x.shape[2 + i], kernel[i], strides[i], (pads[i], pads[i + count])) for i in range(count)
+    ]
+    unpooled = (*x.shape[:2], *spatial)
+    zeros = ctx.backend.from_numpy(np.zeros(math.prod(unpooled), x.dtype))
+    flat = scatter_elements_(ctx, zeros, indices.view((indices.size,)), x.view((x.size,))).view(unpooled)
+    if output_shape is None:
+        return flat
+    target = [int(d) for d in _host(ctx, output_shape).reshape(-1)]
+    if len(target) != len(unpooled) or any(t < u for t, u in zip(target, unpooled, strict=True)):
+        raise InvalidArgumentError(
+            f"output_shape {target} is smaller than the unpooled shape {list(unpooled)}"
+        )
+    out = _copy(
+        ctx, ctx.backend.from_numpy(np.zeros(target, x.dtype))
+    )  # device-made: no host copy to go stale
+    copy_strided(ctx, flat, out, unpooled, _strides(unpooled), _strides(target))
     return out
