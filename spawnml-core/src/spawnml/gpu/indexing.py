@@ -328,8 +328,7 @@ def max_unpool(
         raise InvalidArgumentError(
             f"output_shape {target} is smaller than the unpooled shape {list(unpooled)}"
         )
-    out = _copy(
-        ctx, ctx.backend.from_numpy(np.zeros(target, x.dtype))
-    )  # device-made: no host copy to go stale
+    # Copied on the device, so that no host copy of the zeros goes stale once the values land.
+    out = _copy(ctx, ctx.backend.from_numpy(np.zeros(target, x.dtype)))
     copy_strided(ctx, flat, out, unpooled, _strides(unpooled), _strides(target))
     return out
