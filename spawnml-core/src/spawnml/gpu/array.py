@@ -14,15 +14,22 @@ from ..errors import InvalidArgumentError
 from ..kernel.ir import Scalar, f32, i32
 from .runtime import Runtime
 
+#: The 4- and 2-bit integers, held as int32 like the other narrow integers; casts to them are
+#: refused (:meth:`GPUBackend.unsupported_reason`), quantization saturates to their range.
+NARROW_INTEGERS = tuple(
+    np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
+)
 #: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
 #: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
 #: when a value does not fit), and bool as 0/1. float16 and bfloat16 are held as float32, which
 #: holds each of their values exactly: kernels compute in float32, Cast to either rounds on the
 #: device, and other results keep float32 precision until read. Reading back narrows to the
 #: tensor's own type (rounding to nearest even for the 16-bit floats).
-PHYSICAL: dict[np.dtype, Scalar] = {
-    np.dtype(t): f32 for t in (np.float32, np.float16, ml_dtypes.bfloat16)
-} | {np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)}
+PHYSICAL: dict[np.dtype, Scalar] = (
+    {np.dtype(t): f32 for t in (np.float32, np.float16, ml_dtypes.bfloat16)}
+    | {np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)}
+    | dict.fromkeys(NARROW_INTEGERS, i32)
+)
 
 
 def physical(dtype: np.dtype) -> Scalar:

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..backend import Backend
 from ..errors import DeviceMemoryError, InvalidArgumentError
+from ..ir import Node
 from ..kernel.ir import Kernel
 from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
-from .array import PHYSICAL, DeviceArray, Storage, physical
+from .array import NARROW_INTEGERS, PHYSICAL, DeviceArray, Storage, physical
 from .runtime import Runtime
 from .table import GPU_KERNELS
 
@@ -56,6 +57,20 @@ class GPUBackend(Backend):
     @abstractmethod
     def make_runtime(self) -> Runtime:
         """Open the device (on first use, and again once it is lost)."""
+
+    def unsupported_reason(
+        self,
+        node: Node,
+        opset: int,
+        input_dtypes: Sequence[np.dtype | None] = (),
+        output_dtypes: Sequence[np.dtype | None] = (),
+    ) -> str | None:
+        """As the base class says; casts to the 4- and 2-bit integers (Cast, and CastLike, whose
+        target is known only from its types) are refused as well."""
+        narrow = [d for d in output_dtypes if d in NARROW_INTEGERS]
+        if not node.domain and node.op_type in ("Cast", "CastLike") and narrow:
+            return f"casts to {narrow[0]} are not run on the GPU"
+        return super().unsupported_reason(node, opset, input_dtypes, output_dtypes)
 
     @property
     def runtime(self) -> Runtime:

@@ -1,4 +1,4 @@
-"""QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU to and from 8- and 16-bit
+"""QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU to and from 2- to 16-bit
 integers, as generated elementwise chains; MatMulInteger and QLinearMatMul as the int32 matrix
 product of the shifted operands, requantized by one more chain.
 
@@ -8,6 +8,7 @@ A scale or zero point applies per tensor, per slice along ``axis`` (a view), or 
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..backend import KernelContext
@@ -15,13 +16,13 @@ from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.chain import step
-from .array import DeviceArray
+from .array import NARROW_INTEGERS, DeviceArray
 from .fused import run_chain
 from .reduce import reduce
 from .table import FLOATS, GPU_KERNELS, _axis, matmul, take
 
 #: The integer types a quantized tensor may have on the GPU.
-QUANTIZED = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+QUANTIZED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
 
 
 def _check(node: Node, opset: int) -> str | None:
@@ -77,7 +78,7 @@ def quantize(
 def _quantized(
     ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray, dtype: np.dtype
 ) -> DeviceArray:
-    info = np.iinfo(dtype)
+    info = ml_dtypes.iinfo(dtype)
     bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
     steps = (
         step("Div", [0, 1], "float32"),  # 5
@@ -174,7 +175,7 @@ def qlinear_matmul(
     product = matmul_integer(ctx, a, b, a_zero_point, b_zero_point)
     if len(a_scale.shape) == 1 and a_scale.size > 1:
         a_scale = a_scale.view((a_scale.size, 1))
-    info = np.iinfo(y_zero_point.dtype)
+    info = ml_dtypes.iinfo(y_zero_point.dtype)
     bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
     steps = (
         step("Mul", [1, 2], "float32"),  # 7
