@@ -19,6 +19,18 @@ from .runtime import Runtime
 NARROW_INTEGERS = tuple(
     np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
 )
+#: The 8- and 4-bit floats, held as float32 (which holds each of their values exactly); they are
+#: stored and dequantized, while casts and quantization to them are refused at load.
+NARROW_FLOATS = tuple(
+    np.dtype(t)
+    for t in (
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e5m2fnuz,
+        ml_dtypes.float4_e2m1fn,
+    )
+)
 #: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
 #: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
 #: when a value does not fit), and bool as 0/1. float16 and bfloat16 are held as float32, which
@@ -29,6 +41,7 @@ PHYSICAL: dict[np.dtype, Scalar] = (
     {np.dtype(t): f32 for t in (np.float32, np.float16, ml_dtypes.bfloat16)}
     | {np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)}
     | dict.fromkeys(NARROW_INTEGERS, i32)
+    | dict.fromkeys(NARROW_FLOATS, f32)
 )
 
 

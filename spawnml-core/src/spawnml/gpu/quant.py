@@ -15,8 +15,9 @@ from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
+from ..kernel.ir import f32
 from ..kernel.library.chain import step
-from .array import NARROW_INTEGERS, DeviceArray
+from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
 from .fused import run_chain
 from .reduce import reduce
 from .table import FLOATS, GPU_KERNELS, _axis, matmul, take
@@ -91,18 +92,21 @@ def _quantized(
     return run_chain(ctx, steps, [x, scale, zero_point, *bounds], "quantize_linear")
 
 
-@GPU_KERNELS.register("DequantizeLinear", since=10, check=_check, dtypes=(*QUANTIZED, np.int32))
+@GPU_KERNELS.register(
+    "DequantizeLinear", since=10, check=_check, dtypes=(*QUANTIZED, np.int32, *NARROW_FLOATS)
+)
 def dequantize(
     ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
-    """``(x - zero_point) * scale``, the difference taken in the integers."""
+    """``(x - zero_point) * scale``, the difference taken in the integers (in float32 for the
+    8- and 4-bit floats)."""
     zero_point = (
         ctx.backend.from_numpy(np.zeros((), x.dtype))
         if zero_point is None
         else _along(ctx, zero_point, x.shape)
     )
     steps = (
-        step("Sub", [0, 2], "int32"),  # 3
+        step("Sub", [0, 2], "float32" if x.elem == f32 else "int32"),  # 3
         step("Cast", [3], "float32"),
         step("Mul", [4, 1], scale.dtype.name),
     )

@@ -28,7 +28,7 @@ from ..kernel.library.movement import gather, strided_copy
 from ..kernel.library.remainder import integer_power
 from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
-from .array import NARROW_INTEGERS, PHYSICAL, DeviceArray
+from .array import NARROW_FLOATS, NARROW_INTEGERS, PHYSICAL, DeviceArray
 
 GPU_KERNELS = KernelTable()
 
@@ -177,7 +177,7 @@ def where(ctx: KernelContext, cond: Array, x: Array, y: Array) -> Array:
 
 def _check_cast(node: Node, opset: int) -> str | None:
     target = from_onnx(int(node.attrs.get("to", 0)))
-    if target in NARROW_INTEGERS:
+    if target in (*NARROW_INTEGERS, *NARROW_FLOATS):
         return f"casts to {target} are not run on the GPU"
     return (
         None if target in PHYSICAL else f"casts to {target} (GPU tensors are {', '.join(map(str, PHYSICAL))})"
