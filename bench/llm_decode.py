@@ -1,9 +1,10 @@
 """Prefill and decode tokens/s of SmolLM2-135M-Instruct (Q4_1 GGUF): SpawnML CPU vs transformers.
 
-Both run the same file with the same prompt and greedy decoding, each after a warm-up run of the
-prompt; transformers dequantizes to
-float32 at load, SpawnML runs both its graphs (QuantizedMatMul on raw blocks, and weights
-dequantized at load). Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT]
+All run the same file with the same prompt and greedy decoding, each after a warm-up run of the
+prompt; transformers dequantizes to float32 at load, SpawnML runs both its graphs (QuantizedMatMul
+on raw blocks, and weights dequantized at load), and llama.cpp (where llama-cpp-python is
+installed) its own kernels on the raw blocks, with torch's thread count. Each computes the logits
+of every prompt position. Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT]
 """
 
 from __future__ import annotations
@@ -44,6 +45,34 @@ def torch_rates(path: str, ids: list[int], tokens: int) -> tuple[float, float]:
     return len(ids) / prefill, (tokens - 1) / decode
 
 
+def llama_cpp_rates(path: str, ids: list[int], tokens: int) -> tuple[float, float] | None:
+    """(prefill, decode) tokens/s of llama.cpp (llama-cpp-python) on the same file and thread count,
+    greedy over every position's logits as the others; None where it is not installed."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    import numpy as np
+
+    llm = Llama(
+        model_path=path,
+        n_ctx=len(ids) + tokens,
+        n_threads=torch.get_num_threads(),
+        logits_all=True,
+        verbose=False,
+    )
+    llm.eval(ids)  # warm-up
+    llm.reset()
+    start = time.perf_counter()
+    llm.eval(ids)
+    prefill = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(tokens - 1):
+        llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
+    decode = time.perf_counter() - start
+    return len(ids) / prefill, (tokens - 1) / decode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=32)
@@ -58,6 +87,11 @@ def main() -> None:
         "spawnml cpu, dequantized": spawnml_rates(path, ids, args.tokens, dequantize=True),
         "spawnml cpu, QuantizedMatMul": spawnml_rates(path, ids, args.tokens, dequantize=False),
     }
+    llama_cpp = llama_cpp_rates(path, ids, args.tokens)
+    if llama_cpp is None:
+        print("llama.cpp: not measured (pip install llama-cpp-python builds it)")
+    else:
+        rows["llama.cpp (Q4_1 blocks)"] = llama_cpp
     base_prefill, base_decode = rows["transformers (float32)"]
     print(f"{len(ids)} prompt tokens, {args.tokens} generated; tokens/s (ratio to transformers)")
     for name, (prefill, decode) in rows.items():
