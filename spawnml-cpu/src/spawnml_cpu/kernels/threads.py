@@ -27,6 +27,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 #: Parts per thread: more than one, so a thread that is kept waiting holds up little work.
@@ -41,12 +42,23 @@ _blas_lock = threading.Lock()
 
 @functools.cache
 def _blas() -> Any | None:
-    """threadpoolctl's controller of numpy's BLAS, or None where it finds none to control."""
-    import numpy as np  # noqa: F401  (loads the BLAS that threadpoolctl looks for)
+    """threadpoolctl's controller of numpy's BLAS, or None where it finds none to control.
+
+    A process may hold several BLAS libraries (scipy's wheel brings its own OpenBLAS, and numba
+    imports scipy): the one numpy's wheel ships, next to or inside the numpy package, comes first.
+    """
+    import numpy as np
     from threadpoolctl import ThreadpoolController
 
+    package = Path(np.__file__).resolve().parent
+    homes = (package, package.parent / "numpy.libs")
+
+    def numpy_ships(controller: Any) -> bool:
+        path = Path(controller.filepath).resolve()
+        return any(path.is_relative_to(home) for home in homes)
+
     controllers = ThreadpoolController().select(user_api="blas").lib_controllers
-    return controllers[0] if controllers else None
+    return max(controllers, key=numpy_ships, default=None)
 
 
 @functools.cache
