@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -57,8 +58,7 @@ def model_cases(det_size: int, torch_device: str | None, workdir: str) -> dict[s
     if torch_device is not None:
         from torch_graph import torch_runner
 
-        run_graph = torch_runner(detector, torch_device)
-        detector_torch = lambda: run_graph(detector_feeds)  # noqa: E731
+        detector_torch = partial(torch_runner(detector, torch_device), detector_feeds)
     cases = {
         "MiniLM-L6 int8, 1 x 128": Case(
             os.fspath(asset_file(MODEL_ASSET, "model.onnx")), token_batch(rng, [128])
