@@ -24,6 +24,7 @@ from spawnml_models.embeddings import (
     normalize,
 )
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 torch = pytest.importorskip("torch")
@@ -129,9 +130,7 @@ def test_registered_safetensors_pipeline_matches_torch(files, feeds, backend):
 
     The GPU sums in another order than numpy: 1e-5 there, 2e-6 on the CPU.
     """
-    pytest.importorskip(f"spawnml_{backend}")
-    if not spawnml.plugins.backends()[backend].availability().available:
-        pytest.skip(f"{backend}: {spawnml.plugins.backends()[backend].availability().reason}")
+    backend_or_skip(backend)
     pipeline = spawnml.plugins.models()["all-minilm-l6-v2-safetensors"](providers=[backend])
     assert {provider for _, _, provider in pipeline.session.placement()} == {backend}
     want = torch_bert(files[0], BertConfig.from_file(files[1]), feeds)

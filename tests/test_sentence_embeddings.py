@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 import pytest
-import spawnml.plugins
 from spawnml_models.assets import asset_file
 from spawnml_models.commands import DEMO_SENTENCES
 from spawnml_models.embeddings import (
@@ -25,6 +24,7 @@ from spawnml_models.embeddings import (
 )
 from tokenizers import Tokenizer
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
@@ -119,9 +119,7 @@ def test_whole_pipeline_on_webgpu_matches_onnxruntime(model, tokenizer):
     """The int8 MiniLM runs on the GPU alone (no CPU node), within the CPU pipeline's tolerance.
 
     Short sentences only: on a software Vulkan device the 256-token one takes minutes."""
-    backend = spawnml.plugins.backends().get("webgpu")
-    if backend is None or not backend.availability().available:
-        pytest.skip("webgpu: " + (backend.availability().reason if backend else "not installed"))
+    backend_or_skip("webgpu")
     gpu = SentenceEmbeddingPipeline(model, tokenizer, providers=["webgpu"])
     assert {provider for _, _, provider in gpu.session.placement()} == {"webgpu"}
     want = reference_embeddings(model, tokenizer, SENTENCES[:3])

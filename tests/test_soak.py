@@ -24,6 +24,7 @@ from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.synthetic import token_batch
 
+from tests.backends import backend_or_skip
 from tests.fuzz.seeds import onnx_seed
 from tests.model_files import require
 
@@ -42,9 +43,7 @@ def resident() -> int:
 @pytest.fixture(params=["cpu", "webgpu"])
 def providers(request: pytest.FixtureRequest) -> list[str]:
     """One backend alone: the models here run whole on each."""
-    status = plugins.backends()[request.param].availability()
-    if not status.available:
-        pytest.skip(f"{request.param}: {status.reason}")
+    backend_or_skip(request.param)
     return [request.param]
 
 

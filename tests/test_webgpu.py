@@ -14,11 +14,11 @@ import numpy as np
 import onnxruntime
 import pytest
 import spawnml
-from spawnml import plugins
 from spawnml.backend import KernelContext
 from spawnml.ir import Node
 from spawnml_models.assets import asset_file
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 rng = np.random.default_rng(7)
@@ -26,11 +26,7 @@ rng = np.random.default_rng(7)
 
 @pytest.fixture(scope="module")
 def gpu():
-    backend = plugins.backends()["webgpu"]
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"webgpu: {status.reason}")
-    return backend
+    return backend_or_skip("webgpu")
 
 
 def run(gpu, op, *inputs, opset=17, **attrs):

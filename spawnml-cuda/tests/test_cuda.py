@@ -15,6 +15,8 @@ from spawnml.kernel.ir import f32
 from spawnml.kernel.library import matmul
 from spawnml_cuda import CUDABackend
 
+from tests.backends import backend_or_skip
+
 
 def test_entry_point_registers_the_backend():
     names = [ep.name for ep in entry_points(group="spawnml") if ep.dist and ep.dist.name == "spawnml-cuda"]
@@ -40,11 +42,7 @@ def test_renderer_records_the_block_shape():
 
 @pytest.fixture(scope="module")
 def cuda() -> CUDABackend:
-    backend = plugins.backends()["cuda"]
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"cuda: {status.reason}")
-    return backend
+    return backend_or_skip("cuda")
 
 
 def session_of(op: str, *inputs: tuple[str, tuple[int, ...]]) -> spawnml.InferenceSession:

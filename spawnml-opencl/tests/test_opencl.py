@@ -18,6 +18,7 @@ from spawnml.backend import KernelContext
 from spawnml.ir import Node
 from spawnml_opencl import OpenCLBackend, runtime
 
+from tests.backends import backend_or_skip
 from tests.test_webgpu import (  # noqa: F401  (collected here, against the opencl backend)
     test_binary_broadcasts_like_numpy,
     test_cast,
@@ -40,11 +41,7 @@ from tests.test_webgpu import (  # noqa: F401  (collected here, against the open
 
 @pytest.fixture(scope="module")
 def gpu():
-    backend = plugins.backends()["opencl"]
-    status = backend.availability()
-    if not status.available:
-        pytest.skip(f"opencl: {status.reason}")
-    return backend
+    return backend_or_skip("opencl")
 
 
 def test_entry_point_registers_the_backend():
