@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     indexing,
     layout,
     linalg,
+    linear_attention,
     loss,
     quant,
     recurrent,
