@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     attention,
     control,
     einsum,
+    flex_attention,
     fused,
     gemm,
     indexing,
