@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     recurrent,
     reduce,
     sampling,
+    selection,
     sequence,
     signal,
     train,
