@@ -111,11 +111,11 @@ def _head_size(x: DeviceArray, heads: int, name: str) -> int:
 
 
 def _decay_strides(decay: DeviceArray | None, heads: int, key_size: int) -> tuple[int, int]:
-    """How far apart a step's decay values are per head and per key dim: one value for all heads,
-    one per head, or one per key dim of each head."""
-    width = 1 if decay is None else decay.shape[2]
-    if width == 1:
+    """How far apart a step's decay values are per head and per key dim: one per head, or one per
+    key dim of each head."""
+    if decay is None:
         return 0, 0
+    width = decay.shape[2]
     if width == heads:
         return 1, 0
     if width == heads * key_size:
