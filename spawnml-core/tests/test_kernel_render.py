@@ -54,6 +54,7 @@ from spawnml.kernel.library import (
     dft,
     grid_sample,
     linalg,
+    linear_attention,
     matmul,
     movement,
     norm,
@@ -128,6 +129,9 @@ KERNELS = {
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
     "attention_softmax": attention.attention_softmax.specialize(T=f32),
     "rotary_embedding": attention.rotary_embedding.specialize(T=f32),
+    "linear_attention_scan": linear_attention.linear_attention_scan.specialize(
+        T=f32, PAST=True, GATED=True, DELTA=True
+    ),
     "top_k": topk.top_k.specialize(T=f32, LARGEST=True),
     "round_to_bfloat16": bfloat16.round_to_bfloat16.specialize(T=i32),
     "grid_taps": grid_sample.grid_taps.specialize(
