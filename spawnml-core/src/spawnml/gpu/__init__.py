@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     linear_attention,
     loss,
     quant,
+    quant_conv,
     recurrent,
     reduce,
     sampling,
