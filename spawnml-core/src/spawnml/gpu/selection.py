@@ -111,10 +111,8 @@ def _check_box_format(node: Node, opset: int) -> str | None:
 
 def _thresholds(ctx: KernelContext, iou: DeviceArray | None, score: DeviceArray | None) -> DeviceArray:
     """The IoU and score thresholds side by side on the device (0 where not given)."""
-    given = [
-        ctx.backend.constant([0], np.float32) if t is None or not t.size else t.view((1,))
-        for t in (iou, score)
-    ]
+    zero = np.zeros(1, np.float32)
+    given = [ctx.backend.from_numpy(zero) if t is None or not t.size else t.view((1,)) for t in (iou, score)]
     return concatenate(ctx, given, 0)
 
 
