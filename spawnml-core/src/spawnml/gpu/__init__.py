@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     quant_conv,
     recurrent,
     reduce,
+    regions,
     sampling,
     selection,
     sequence,
