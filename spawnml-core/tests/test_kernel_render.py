@@ -57,6 +57,7 @@ from spawnml.kernel.library import (
     linear_attention,
     matmul,
     movement,
+    narrow,
     norm,
     pad,
     pool,
@@ -134,6 +135,10 @@ KERNELS = {
     ),
     "top_k": topk.top_k.specialize(T=f32, LARGEST=True),
     "round_to_bfloat16": bfloat16.round_to_bfloat16.specialize(T=i32),
+    "round_to_float8_e4m3fn": narrow.round_to_float(narrow.FORMATS["float8_e4m3fn"], f32),
+    "round_i32_to_float4_e2m1fn": narrow.round_to_float(narrow.FORMATS["float4_e2m1fn"], i32),
+    "wrap_to_int4": narrow.wrap_to_int(4, True, i32),
+    "wrap_float_to_uint2": narrow.wrap_to_int(2, False, f32),
     "grid_taps": grid_sample.grid_taps.specialize(
         T=f32, MODE=grid_sample.CUBIC, PADDING=grid_sample.REFLECTION, ALIGN=False, TAPS_PER_AXIS=4
     ),
