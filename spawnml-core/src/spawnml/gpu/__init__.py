@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     linalg,
     linear_attention,
     loss,
+    mel,
     ml,
     quant,
     quant_conv,

@@ -14,13 +14,13 @@ from ..errors import InvalidArgumentError
 from ..kernel.ir import Scalar, f32, i32
 from .runtime import Runtime
 
-#: The 4- and 2-bit integers, held as int32 like the other narrow integers; casts to them are
-#: refused (:meth:`GPUBackend.unsupported_reason`), quantization saturates to their range.
+#: The 4- and 2-bit integers, held as int32 like the other narrow integers; casts to them wrap on
+#: the device (:mod:`.narrow`), quantization saturates to their range.
 NARROW_INTEGERS = tuple(
     np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
 )
-#: The 8- and 4-bit floats, held as float32 (which holds each of their values exactly); they are
-#: stored and dequantized, while casts and quantization to them are refused at load.
+#: The 8- and 4-bit floats, held as float32 (which holds each of their values exactly); casts and
+#: quantization to them round on the device (:mod:`.narrow`).
 NARROW_FLOATS = tuple(
     np.dtype(t)
     for t in (

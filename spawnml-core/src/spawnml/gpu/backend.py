@@ -14,11 +14,10 @@ import numpy as np
 
 from ..backend import Backend
 from ..errors import DeviceMemoryError, InvalidArgumentError
-from ..ir import Node
 from ..kernel.ir import Kernel
 from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
-from .array import NARROW_FLOATS, NARROW_INTEGERS, PHYSICAL, DeviceArray, Storage, physical
+from .array import PHYSICAL, DeviceArray, Storage, physical
 from .runtime import Runtime
 from .table import GPU_KERNELS
 
@@ -57,23 +56,6 @@ class GPUBackend(Backend):
     @abstractmethod
     def make_runtime(self) -> Runtime:
         """Open the device (on first use, and again once it is lost)."""
-
-    def unsupported_reason(
-        self,
-        node: Node,
-        opset: int,
-        input_dtypes: Sequence[np.dtype | None] = (),
-        output_dtypes: Sequence[np.dtype | None] = (),
-    ) -> str | None:
-        """As the base class says; casts to the 4- and 2-bit integers and the 8- and 4-bit floats
-        (Cast, and CastLike, whose target is known only from its types) and quantization to those
-        floats are refused as well: the GPU does not round to them."""
-        rounded = {"Cast": (*NARROW_INTEGERS, *NARROW_FLOATS), "QuantizeLinear": NARROW_FLOATS}
-        rounded["CastLike"] = rounded["Cast"]
-        narrow = [d for d in output_dtypes if d in rounded.get(node.op_type, ())]
-        if not node.domain and narrow:
-            return f"{node.op_type} to {narrow[0]} is not run on the GPU"
-        return super().unsupported_reason(node, opset, input_dtypes, output_dtypes)
 
     @property
     def runtime(self) -> Runtime:

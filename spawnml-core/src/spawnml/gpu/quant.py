@@ -1,6 +1,7 @@
 """QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear on the GPU to and from 2- to 16-bit
-integers, as generated elementwise chains; MatMulInteger and QLinearMatMul as the int32 matrix
-product of the shifted operands, requantized by one more chain.
+integers and the 8- and 4-bit floats, as generated elementwise chains (rounded to the floats by
+:mod:`.narrow`); MatMulInteger and QLinearMatMul as the int32 matrix product of the shifted
+operands, requantized by one more chain.
 
 A scale or zero point applies per tensor, per slice along ``axis`` (a view), or per block of
 ``block_size`` along it (gathered to the axis' length first).
@@ -19,17 +20,20 @@ from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
 from .fused import run_chain
+from .narrow import narrowed
 from .reduce import reduce
 from .table import FLOATS, GPU_KERNELS, _axis, matmul, take
 
 #: The integer types a quantized tensor may have on the GPU.
 QUANTIZED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
+#: The types QuantizeLinear quantizes to on the GPU: those, and the 8- and 4-bit floats.
+QUANTIZED_TO = (*QUANTIZED, *NARROW_FLOATS)
 
 
 def _check(node: Node, opset: int) -> str | None:
     code = node.attrs.get("output_dtype", 0)
-    if code and from_onnx(int(code)) not in QUANTIZED:
-        return f"output_dtype {from_onnx(int(code))} is not one of {', '.join(map(str, QUANTIZED))}"
+    if code and from_onnx(int(code)) not in QUANTIZED_TO:
+        return f"output_dtype {from_onnx(int(code))} is not one of {', '.join(map(str, QUANTIZED_TO))}"
     if node.attrs.get("precision", 0) not in (0, 1):
         return f"precision={node.attrs['precision']}: the GPU computes in float32 only"
     return None
@@ -59,20 +63,25 @@ def quantize(
     ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
     """``saturate(round_half_even(x / scale) + zero_point)`` in the zero point's type (else
-    ``output_dtype``, else uint8)."""
+    ``output_dtype``, else uint8); for an 8- or 4-bit float ``x / scale + zero_point`` rounded to
+    it, saturating to its range unless ``saturate`` is 0."""
     code = ctx.attrs.get("output_dtype", 0)
     dtype = (
         zero_point.dtype if zero_point is not None else from_onnx(int(code)) if code else np.dtype(np.uint8)
     )
-    if dtype not in QUANTIZED:
+    if dtype not in QUANTIZED_TO:
         raise InvalidArgumentError(
-            f"QuantizeLinear to {dtype} on the GPU; it takes {list(map(str, QUANTIZED))}"
+            f"QuantizeLinear to {dtype} on the GPU; it takes {list(map(str, QUANTIZED_TO))}"
         )
     zero_point = (
         ctx.backend.from_numpy(np.zeros((), dtype))
         if zero_point is None
         else _along(ctx, zero_point, x.shape)
     )
+    if dtype in NARROW_FLOATS:
+        steps = (step("Div", [0, 1], "float32"), step("Add", [3, 2], "float32"))
+        ratio = run_chain(ctx, steps, [x, _along(ctx, scale, x.shape), zero_point], "quantize_float")
+        return narrowed(ctx, ratio, dtype, bool(ctx.attrs.get("saturate", 1)))
     return _quantized(ctx, x, _along(ctx, scale, x.shape), zero_point, dtype)
 
 

@@ -20,7 +20,7 @@ from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel import ir
-from ..kernel.ir import Kernel, Scalar, f32
+from ..kernel.ir import Kernel, Scalar, f32, i32
 from ..kernel.library.batched_matmul import batched_matmul
 from ..kernel.library.bfloat16 import round_to_bfloat16
 from ..kernel.library.map import map1, map2, map3, with_value
@@ -29,6 +29,7 @@ from ..kernel.library.remainder import integer_power
 from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import NARROW_FLOATS, NARROW_INTEGERS, PHYSICAL, DeviceArray
+from .narrow import narrowed
 
 GPU_KERNELS = KernelTable()
 
@@ -177,8 +178,6 @@ def where(ctx: KernelContext, cond: Array, x: Array, y: Array) -> Array:
 
 def _check_cast(node: Node, opset: int) -> str | None:
     target = from_onnx(int(node.attrs.get("to", 0)))
-    if target in (*NARROW_INTEGERS, *NARROW_FLOATS):
-        return f"casts to {target} are not run on the GPU"
     return (
         None if target in PHYSICAL else f"casts to {target} (GPU tensors are {', '.join(map(str, PHYSICAL))})"
     )
@@ -190,7 +189,13 @@ def cast(ctx: KernelContext, x: Array) -> Array:
 
 
 def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
-    """``x`` as ``target``: to bool by comparing with 0, to a 16-bit float rounded to its precision."""
+    """``x`` as ``target``: to bool by comparing with 0, to a 16-bit float rounded to its precision,
+    to an 8- or 4-bit float rounded and to a 4- or 2-bit integer wrapped as :mod:`.narrow` does (the
+    node's ``saturate``, default 1, saying whether values past a float's range saturate)."""
+    if np.dtype(target) in (*NARROW_FLOATS, *NARROW_INTEGERS):
+        held = np.dtype(np.float32 if np.dtype(target) in NARROW_FLOATS else np.int32)
+        x = x if x.elem in (f32, i32) else unary(ctx, "Cast", x, held)
+        return narrowed(ctx, x, target, bool(ctx.attrs.get("saturate", 1)))
     if np.dtype(target) == ml_dtypes.bfloat16:
         out = ctx.backend.empty(x.shape, target)
         ctx.backend.launch_flat(round_to_bfloat16.specialize(T=x.elem), [x, out], out.size)
