@@ -21,7 +21,7 @@ from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel import ir
 from ..kernel.ir import Kernel, Scalar, f32, i32
-from ..kernel.library.batched_matmul import batched_matmul
+from ..kernel.library.batched_matmul import DIRECT, TILED, batched_matmul
 from ..kernel.library.bfloat16 import round_to_bfloat16
 from ..kernel.library.map import map1, map2, map3, with_value
 from ..kernel.library.movement import gather, strided_copy
@@ -37,7 +37,6 @@ GPU_KERNELS = KernelTable()
 #: types are refused at load.
 FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
 Array = DeviceArray
-TILE = 16
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -402,11 +401,17 @@ def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     if out.size:
         steps = {"a_step": m * k if a3.size > m * k else 0, "b_step": k * n if b3.size > k * n else 0}
         if a.elem != f32 or not ctx.backend.library_matmul(a3, b3, out, count, m, n, k, **steps):
-            grid = (-(-n // TILE), -(-m // TILE), count)
-            kernel = batched_matmul.specialize(T=a.elem, TILE=TILE)
+            blocking = DIRECT.fitted(m, n) if _runs_on_cpu(ctx) else TILED
+            kernel, grid = batched_matmul(a.elem, blocking), blocking.grid(m, n, count)
             ctx.backend.launch(kernel, [a3, b3, out], grid, M=m, N=n, K=k, **steps)
     shape = [*batch, *([m] if len(a.shape) > 1 else []), *([n] if len(b.shape) > 1 else [])]
     return out.view(tuple(shape))
+
+
+def _runs_on_cpu(ctx: KernelContext) -> bool:
+    """Whether the device is a CPU (lavapipe, PoCL), which its runtime's description says: products
+    there take the blocking without workgroup memory (see :mod:`~spawnml.kernel.library.batched_matmul`)."""
+    return "(CPU" in ctx.backend.runtime.describe()
 
 
 def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
