@@ -10,10 +10,12 @@ the traffic counts that read.
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 import spawnml
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from tests.backends import GPU_BACKENDS, backend_or_skip
 
@@ -96,6 +98,18 @@ UNIQUE = [
 @pytest.mark.parametrize(("x", "attrs"), UNIQUE, ids=[str(i) for i in range(len(UNIQUE))])
 def test_unique(provider: str, x: np.ndarray, attrs: dict) -> None:
     compare(provider, model("Unique", {"x": x}, ["y", "indices", "inverse", "counts"], **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("ordered", [1, 0])
+def test_unique_nan(provider: str, ordered: int) -> None:
+    """NaNs are one value, sorted last, as in ONNX's reference (numpy's unique); onnxruntime's
+    Unique keeps each NaN apart."""
+    x = np.array([2.0, np.nan, -1.0, 2.0, np.inf, np.nan, -np.inf, -1.0, 0.0, np.nan], np.float32)
+    onnx_model = model("Unique", {"x": x}, ["y", "indices", "inverse", "counts"], sorted=ordered)
+    got = spawnml.InferenceSession(onnx_model, providers=[provider]).run(None, {"x": x})
+    want = ReferenceEvaluator(onnx.load_from_string(onnx_model)).run(None, {"x": x})
+    for have, expected in zip(got, want, strict=True):
+        np.testing.assert_array_equal(have, expected.astype(have.dtype))
 
 
 def boxes(batches: int, count: int) -> np.ndarray:

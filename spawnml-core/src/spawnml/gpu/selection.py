@@ -21,6 +21,7 @@ from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.ir import f32
+from ..kernel.library.chain import step
 from ..kernel.library.selection import (
     box_corners,
     count_nonzero,
@@ -33,6 +34,7 @@ from ..kernel.library.selection import (
 )
 from ..kernel.library.topk import top_k
 from .array import DeviceArray
+from .fused import run_chain
 from .table import GPU_KERNELS, _axis, _host, concatenate
 
 #: Elements one thread of NonZero's counting and writing kernels walks.
@@ -89,17 +91,23 @@ def unique(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray
     first = ctx.backend.empty((rows,), np.dtype(np.int32))
     flags = ctx.backend.empty((rows,), np.dtype(np.int32))
     slice_size = outer * inner
+    floats = x.elem == f32
+    nans = (
+        run_chain(ctx, (step("IsNaN", [0], "int32"),), [source], "is_nan")
+        if floats and x.size
+        else ctx.backend.constant([0], np.int32)  # not read
+    )
     if rows:
-        k = unique_first.specialize(T=x.elem)
-        ctx.backend.launch_flat(k, [source, first, flags], rows, inner=inner, slice_size=slice_size)
+        k = unique_first.specialize(T=x.elem, NANS=floats)
+        ctx.backend.launch_flat(k, [source, nans, first, flags], rows, inner=inner, slice_size=slice_size)
         found = _nonzero_count(ctx, flags)[1]
     y_shape = (found,) if axis is None else (*x.shape[:axis], found, *x.shape[axis + 1 :])
     y = ctx.backend.empty(y_shape, x.dtype)
     indices, counts = (ctx.backend.empty((found,), INT64) for _ in range(2))
     inverse = ctx.backend.empty((rows,), INT64)
     if found:
-        k = unique_place.specialize(T=x.elem, SORTED=bool(ctx.attrs.get("sorted", 1)))
-        buffers = [source, first, flags, y, indices, inverse, counts]
+        k = unique_place.specialize(T=x.elem, SORTED=bool(ctx.attrs.get("sorted", 1)), NANS=floats)
+        buffers = [source, nans, first, flags, y, indices, inverse, counts]
         ctx.backend.launch_flat(k, buffers, rows, inner=inner, slice_size=slice_size, found=found)
     return y, indices, inverse, counts
 

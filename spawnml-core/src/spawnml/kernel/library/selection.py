@@ -79,12 +79,15 @@ def nonzero_coordinates(
 
 # Unique -------------------------------------------------------------------------------------------
 # Slice ``i`` of ``x`` viewed as ``(outer, rows, inner)`` is ``x[:, i, :]``, ``slice_size`` elements.
-# Elements compare with NaN equal to NaN and above every number, as numpy's unique sorts them.
+# With ``NANS``, ``nans`` flags x's NaN elements (1; computed by the IsNaN scalar operator, as WGSL
+# lets compilers assume comparisons see no NaN): NaN equals NaN and sorts above every number, as
+# in numpy's unique. Without, ``nans`` is not read.
 
 
 @kernel(workgroup=(64,))
 def unique_first(
     x: ReadBuffer[T],  # noqa: F821
+    nans: ReadBuffer[i32],
     first: Buffer[i32],
     unique: Buffer[i32],
     rows: u32,
@@ -92,6 +95,7 @@ def unique_first(
     inner: u32,
     slice_size: u32,
     T: Const[Scalar],
+    NANS: Const[bool],
 ):
     """``first[i]``: the lowest slice equal to slice ``i``; ``unique[i]``: 1 where that is ``i``."""
     i = global_id(1) * width + global_id(0)
@@ -101,9 +105,12 @@ def unique_first(
             same = True
             for e in range(slice_size):
                 at = ((e // inner) * rows) * inner + e % inner
-                a = x[at + i * inner]
-                b = x[at + j * inner]
-                if a != b and not (a != a and b != b):
+                nan_a = False
+                nan_b = False
+                if NANS:
+                    nan_a = nans[at + i * inner] != 0
+                    nan_b = nans[at + j * inner] != 0
+                if nan_a != nan_b or (not nan_a and x[at + i * inner] != x[at + j * inner]):
                     same = False
                     break
             if same:
@@ -116,6 +123,7 @@ def unique_first(
 @kernel(workgroup=(64,))
 def unique_place(
     x: ReadBuffer[T],  # noqa: F821
+    nans: ReadBuffer[i32],
     first: ReadBuffer[i32],
     unique: ReadBuffer[i32],
     y: Buffer[T],  # noqa: F821
@@ -129,6 +137,7 @@ def unique_place(
     found: u32,
     T: Const[Scalar],
     SORTED: Const[bool],
+    NANS: Const[bool],
 ):
     """Slice ``i``'s place ``p`` among the ``found`` distinct slices (by value when ``SORTED``,
     else by first occurrence) goes to ``inverse[i]``; the first of each kind also writes itself to
@@ -145,8 +154,13 @@ def unique_place(
                         at = ((e // inner) * rows) * inner + e % inner
                         a = x[at + j * inner]
                         b = x[at + i * inner]
-                        if a != b and not (a != a and b != b):
-                            below = a < b or (a == a and b != b)
+                        nan_a = False
+                        nan_b = False
+                        if NANS:
+                            nan_a = nans[at + j * inner] != 0
+                            nan_b = nans[at + i * inner] != 0
+                        if nan_a != nan_b or (not nan_a and a != b):
+                            below = nan_b or (not nan_a and a < b)
                             break
                     if below:
                         place += 1
