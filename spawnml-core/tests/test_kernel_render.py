@@ -56,14 +56,17 @@ from spawnml.kernel.library import (
     linalg,
     linear_attention,
     matmul,
+    mel,
     movement,
     narrow,
     norm,
     pad,
     pool,
+    regions,
     remainder,
     resize,
     rows,
+    selection,
     sum_partial,
     topk,
 )
@@ -156,6 +159,16 @@ KERNELS = {
     "map1": maps.map1.specialize(T=f32, R=f32),
     "map2": maps.map2.specialize(T=f32, R=i32, RANK=3),
     "map3": maps.map3.specialize(T=f32, RANK=3),
+    "running_offsets": selection.running_offsets.specialize(),
+    "count_nonzero": selection.count_nonzero.specialize(T=f32, BLOCK=256),
+    "nonzero_coordinates": selection.nonzero_coordinates.specialize(T=i32, BLOCK=256, RANK=3),
+    "unique_first": selection.unique_first.specialize(T=f32, NANS=True),
+    "unique_place": selection.unique_place.specialize(T=i32, SORTED=True, NANS=False),
+    "box_corners": selection.box_corners.specialize(CENTER=True),
+    "nms_select": selection.nms_select.specialize(FLOOR=True),
+    "nms_triples": selection.nms_triples.specialize(),
+    "roi_align": regions.roi_align.specialize(T=f32, MAX=True, HALF_PIXEL=False),
+    "mel_weights": mel.mel_weights.specialize(T=i32),
     **{
         f"{k.name}_vision": k
         for k in (
@@ -171,6 +184,9 @@ KERNELS = {
             norm.local_response_norm.specialize(T=f32),
             resize.resample_axis.specialize(T=f32, TAPS=2),
             pad.pad.specialize(T=f32, RANK=3, MODE=pad.REFLECT),
+            regions.deform_conv.specialize(
+                T=f32, MASK=True, **{k: v for k, v in WINDOW.items() if k[1] in "HW"}
+            ),
         )
     },
 }
