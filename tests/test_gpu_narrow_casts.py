@@ -1,16 +1,19 @@
-"""Casts and QuantizeLinear to the 8- and 4-bit floats and the 4- and 2-bit integers on every GPU
-backend, against ONNX's reference evaluator (which rounds and wraps with ml_dtypes).
+"""Casts and QuantizeLinear to the 8- and 4-bit floats and the 2- to 16-bit integers on every GPU
+backend, against ONNX's reference evaluator (which rounds and wraps with numpy and ml_dtypes).
 
-Each case is a one-node model run whole on the GPU provider (its placement is checked). Results
-must equal the reference exactly, widened to float32 or int32 so that NaN matches NaN and a zero
-matches either sign (WGSL implementations need not keep the sign of zero, and the reference's
-float4 result for a NaN takes the NaN's sign, which the device does not read). The float probes
-are every float16, every value of the target format with the midpoints between neighbours and their
-float32 neighbours, values just inside and past the largest, random float32 of exponents -30 to 30,
-the signed zeros, the infinities and NaN.
+Each case is a one-node model run whole on the GPU provider (its placement is checked), its result
+also cast on to float32 or int32 on the device, so that what the device holds is checked besides
+what reading back narrows. Results must equal the reference exactly, widened to float32 or int32
+so that NaN matches NaN and a zero matches either sign (WGSL implementations need not keep the
+sign of zero, and the reference's float4 result for a NaN takes the NaN's sign, which the device
+does not read). The float probes are every float16, every value of the target format with the
+midpoints between neighbours and their float32 neighbours, values just inside and past the
+largest, random float32 of exponents -30 to 30, the signed zeros, the infinities and NaN.
 """
 
 from __future__ import annotations
+
+import platform
 
 import ml_dtypes
 import numpy as np
@@ -31,7 +34,9 @@ NARROW_FLOATS = [
     ml_dtypes.float8_e5m2fnuz,
     ml_dtypes.float4_e2m1fn,
 ]
-NARROW_INTEGERS = [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2]
+NARROW_INTEGERS = [np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)]
+#: The integers held as int32 whose casts wrap on the device.
+WRAPPED = [*NARROW_INTEGERS, *map(np.dtype, (np.int8, np.uint8, np.int16, np.uint16))]
 
 
 @pytest.fixture(params=GPU_BACKENDS, scope="module")
@@ -41,27 +46,36 @@ def provider(request) -> str:
 
 
 def model(op: str, inputs: dict[str, np.ndarray], out: type, opset: int = 25, **attrs) -> onnx.ModelProto:
-    """A one-node model of ``op`` over ``inputs`` whose output has type ``out``."""
-    node = helper.make_node(op, list(inputs), ["y"], **attrs)
+    """``op`` over ``inputs``, its output ``y`` of type ``out``, and ``y`` cast on to int32 or float32
+    as ``wide``: so the values the device holds are checked as well as those read back."""
+    wide = np.int32 if np.dtype(out) in WRAPPED else np.float32
+    nodes = [
+        helper.make_node(op, list(inputs), ["y"], **attrs),
+        helper.make_node("Cast", ["y"], ["wide"], to=helper.np_dtype_to_tensor_dtype(np.dtype(wide))),
+    ]
     feeds = [
         helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
         for n, v in inputs.items()
     ]
-    result = helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(out)), None)
-    graph = helper.make_graph([node], op, feeds, [result])
+    results = [
+        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(t)), None)
+        for name, t in (("y", out), ("wide", wide))
+    ]
+    graph = helper.make_graph(nodes, op, feeds, results)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=11)
 
 
 def check(provider: str, onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
     """The model on ``provider`` equals ONNX's reference evaluator exactly."""
     with np.errstate(invalid="ignore"):  # numpy's warning for NaN cast to an integer
-        (want,) = ReferenceEvaluator(onnx_model).run(None, feeds)
+        want = ReferenceEvaluator(onnx_model).run(None, feeds)
     session = spawnml.InferenceSession(onnx_model.SerializeToString(), providers=[provider])
     assert {p for _, _, p in session.placement()} == {provider}
-    (got,) = session.run(None, feeds)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    wide = np.int32 if want.dtype in map(np.dtype, NARROW_INTEGERS) else np.float32
-    np.testing.assert_array_equal(got.astype(wide), want.astype(wide))
+    got = session.run(None, feeds)
+    for have, expected in zip(got, want, strict=True):
+        assert have.dtype == expected.dtype and have.shape == expected.shape
+        wide = np.int32 if expected.dtype in WRAPPED else np.float32
+        np.testing.assert_array_equal(have.astype(wide), expected.astype(wide))
 
 
 def float_probes(dtype: type) -> np.ndarray:
@@ -104,12 +118,15 @@ def test_castlike_to_narrow_floats_from_other_types(provider, dtype, source):
 
 
 def integer_probes(source: type) -> np.ndarray:
+    """Values of ``source`` inside int32 (where every platform converts floats alike)."""
     if np.dtype(source).kind == "f":
-        steps = np.arange(-40, 40, 0.25, dtype=np.float32)
-        spread = rng.standard_normal(5000) * np.exp2(rng.integers(0, 40, 5000))
-        specials = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31), 3e9, 2**24 + 2, 2**27 + 16])
-        with np.errstate(over="ignore"):
-            return np.concatenate([steps, spread, specials]).astype(source)
+        steps = np.arange(-40, 40, 0.25)
+        spread = np.clip(
+            rng.standard_normal(5000) * np.exp2(rng.integers(0, 31, 5000)), -(2.0**31), 2.0**31 - 128
+        )
+        edges = np.array([2**24 + 2, 2**27 + 16, 2**30 + 64, -(2.0**31), 2.0**31 - 128])
+        values = np.concatenate([steps, spread, edges])
+        return values[np.abs(values) <= np.finfo(source).max].astype(source)
     if np.dtype(source) == np.bool_:
         return np.array([True, False, True])
     info = np.iinfo(source)
@@ -117,9 +134,20 @@ def integer_probes(source: type) -> np.ndarray:
 
 
 @pytest.mark.parametrize("source", [np.float32, np.float16, np.int32, np.int8, np.uint16, np.bool_])
-@pytest.mark.parametrize("dtype", NARROW_INTEGERS, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("dtype", WRAPPED, ids=lambda t: np.dtype(t).name)
 def test_cast_to_narrow_integers_wraps_like_the_reference(provider, dtype, source):
     x = integer_probes(source)
+    check(provider, model("Cast", {"x": x}, dtype, to=code(dtype)), {"x": x})
+
+
+@pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"),
+    reason="numpy converts NaN, the infinities and floats outside int32 by the platform's instruction",
+)
+@pytest.mark.parametrize("dtype", WRAPPED, ids=lambda t: np.dtype(t).name)
+def test_cast_of_floats_outside_int32_to_integers_matches_the_reference_on_x86(provider, dtype):
+    """x86 converts them to int32's minimum, whose low bits are all 0."""
+    x = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31) * 1.5, 3e9 + 256, 1e30, -1e30], np.float32)
     check(provider, model("Cast", {"x": x}, dtype, to=code(dtype)), {"x": x})
 
 

@@ -1,5 +1,6 @@
-"""Casts to the 8- and 4-bit floats and the 4- and 2-bit integers on the device: rounded or wrapped
-by the kernels of :mod:`spawnml.kernel.library.narrow`, the results held as float32 and int32."""
+"""Casts to the types a GPU holds in a wider one, other than the 16-bit floats: rounded to the 8- and
+4-bit floats, wrapped into the 2- to 16-bit integers on the device by the kernels of
+:mod:`spawnml.kernel.library.narrow`, the results held as float32 and int32."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from ..errors import InvalidArgumentError
 from ..kernel.ir import f32, i32
 from ..kernel.library.narrow import FORMATS, round_to_float, wrap_to_int
 from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
+
+#: The integers held as int32 whose casts wrap into their range on the device.
+WRAPPED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
+#: The types :func:`narrowed` casts to.
+NARROWED = (*NARROW_FLOATS, *WRAPPED)
 
 
 def narrowed(ctx: KernelContext, x: DeviceArray, target: np.dtype, saturate: bool) -> DeviceArray:
@@ -24,10 +30,10 @@ def narrowed(ctx: KernelContext, x: DeviceArray, target: np.dtype, saturate: boo
         fmt = FORMATS[target.name]
         kernel = round_to_float(fmt, x.elem)
         ctx.backend.launch_flat(kernel, [x, out], out.size, overflow=fmt.overflow_value(saturate))
-    elif target in NARROW_INTEGERS:
+    elif target in WRAPPED:
         info = ml_dtypes.iinfo(target)
         kernel = wrap_to_int(info.bits, info.min < 0, x.elem)
         ctx.backend.launch_flat(kernel, [x, out], out.size)
     else:
-        raise InvalidArgumentError(f"{target} is not one of the 8- and 4-bit floats or 4- and 2-bit integers")
+        raise InvalidArgumentError(f"{target} is not one of {', '.join(map(str, NARROWED))}")
     return out

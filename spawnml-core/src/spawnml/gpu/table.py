@@ -28,8 +28,8 @@ from ..kernel.library.movement import gather, strided_copy
 from ..kernel.library.remainder import integer_power
 from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
-from .array import NARROW_FLOATS, NARROW_INTEGERS, PHYSICAL, DeviceArray
-from .narrow import narrowed
+from .array import NARROW_FLOATS, PHYSICAL, DeviceArray
+from .narrow import NARROWED, narrowed
 
 GPU_KERNELS = KernelTable()
 
@@ -189,9 +189,9 @@ def cast(ctx: KernelContext, x: Array) -> Array:
 
 def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
     """``x`` as ``target``: to bool by comparing with 0, to a 16-bit float rounded to its precision,
-    to an 8- or 4-bit float rounded and to a 4- or 2-bit integer wrapped as :mod:`.narrow` does (the
-    node's ``saturate``, default 1, saying whether values past a float's range saturate)."""
-    if np.dtype(target) in (*NARROW_FLOATS, *NARROW_INTEGERS):
+    to an 8- or 4-bit float rounded and to a 2- to 16-bit integer wrapped as :mod:`.narrow` does
+    (the node's ``saturate``, default 1, saying whether values past a float's range saturate)."""
+    if np.dtype(target) in NARROWED:
         held = np.dtype(np.float32 if np.dtype(target) in NARROW_FLOATS else np.int32)
         x = x if x.elem in (f32, i32) else unary(ctx, "Cast", x, held)
         return narrowed(ctx, x, target, bool(ctx.attrs.get("saturate", 1)))

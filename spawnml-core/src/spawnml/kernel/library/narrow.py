@@ -8,7 +8,8 @@ to an integer and scales back. A value that rounds past the format's largest bec
 ``overflow`` scalar with the value's sign: the largest itself when saturating, else infinity or
 NaN as the format has them (a scalar, because shader compilers may fold a NaN or infinity written
 in the source). :func:`wrap_to_int` keeps the low bits, two's complement, of integers and of floats
-truncated toward zero, as ml_dtypes' conversions do (NaN and infinities give 0).
+truncated toward zero, as numpy's and ml_dtypes' conversions (through int32) do: NaN, the
+infinities and floats outside int32 give 0.
 
 Both are built as kernel IR rather than parsed from Python: they test for NaN with the ``isnan``
 intrinsic, which renderers spell by the bits where ``x != x`` may be folded away. Launch ``n``
@@ -24,8 +25,8 @@ from functools import cache
 from .. import ir
 from ..ir import Expr, Scalar, Stmt, bool_, f32, i32, u32
 
-#: The largest finite float32: ``abs(x) > FLT_MAX`` is the portable test for an infinity.
-FLT_MAX = 3.4028234663852886e38
+#: Floats from here up (in magnitude) are outside int32.
+INT32_BOUND = 2.0**31
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ def round_to_float(fmt: FloatFormat, source: Scalar) -> ir.Kernel:
 @cache
 def wrap_to_int(bits: int, signed: bool, source: Scalar) -> ir.Kernel:
     """``out[i]`` = the low ``bits`` bits of ``x[i]`` (int32, or float32 truncated toward zero), as
-    a ``bits``-bit integer (``signed``: two's complement), held as int32; NaN and infinities give 0."""
+    a ``bits``-bit integer (``signed``: two's complement), held as int32; NaN, the infinities and
+    floats outside int32 give 0."""
     count, half = 2**bits, 2 ** (bits - 1)
     if source == i32:
         low = _op(_var("v", i32), "&", ir.Const(count - 1, i32))
@@ -187,7 +189,7 @@ def wrap_to_int(bits: int, signed: bool, source: Scalar) -> ir.Kernel:
     # The truncated value modulo 2**bits, in [0, 2**bits): exact, as every step is.
     modulo = _op(whole, "-", _op(_f32(count), "*", _call("floor", _op(whole, "*", _f32(1 / count)))))
     wrapped = ir.Select(_op(low, ">=", _f32(half)), _op(low, "-", _f32(count)), low, f32) if signed else low
-    special = _op(_call("isnan", v), "||", _op(_call("abs", v), ">", _f32(FLT_MAX)))
+    special = _op(_call("isnan", v), "||", _op(_call("abs", v), ">=", _f32(INT32_BOUND)))
     finite = (
         ir.Declare("whole", _with_sign_of(v, _call("floor", _call("abs", v)))),
         ir.Declare("low", modulo),
