@@ -91,7 +91,7 @@ def unique(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray
     first = ctx.backend.empty((rows,), np.dtype(np.int32))
     flags = ctx.backend.empty((rows,), np.dtype(np.int32))
     slice_size = outer * inner
-    floats = x.elem == f32
+    floats = x.elem.is_float
     nans = (
         run_chain(ctx, (step("IsNaN", [0], "int32"),), [source], "is_nan")
         if floats and x.size
