@@ -1,4 +1,4 @@
-"""Rounding to the 8- and 4-bit floats and wrapping into the 4- and 2-bit integers, for tensors a
+"""Rounding to the 8- and 4-bit floats and wrapping into the 2- to 16-bit integers, for tensors a
 GPU holds as float32 and int32.
 
 :func:`round_to_float` rounds each value to the nearest value of a :class:`FloatFormat`, ties to
