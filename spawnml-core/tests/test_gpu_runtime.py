@@ -69,8 +69,9 @@ def test_views_share_storage_and_keep_host_values():
 
 def test_physical_types():
     assert physical(np.dtype(np.int64)).name == "i32" and physical(np.dtype(np.bool_)).name == "i32"
-    with pytest.raises(InvalidArgumentError, match="not float64"):
-        physical(np.dtype(np.float64))
+    assert physical(np.dtype(np.uint64)).name == "u32" and physical(np.dtype(np.float64)).name == "f64"
+    with pytest.raises(InvalidArgumentError, match="not complex64"):
+        physical(np.dtype(np.complex64))
 
 
 def test_pool_is_bounded_releasing_the_longest_unused_first():

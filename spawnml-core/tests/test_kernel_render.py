@@ -12,6 +12,7 @@ wgpu's shader module creation (naga) when wgpu finds an adapter (e.g. Mesa's lav
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,6 +30,7 @@ from spawnml.kernel import (
     exp,
     f16,
     f32,
+    f64,
     floor,
     global_id,
     group_id,
@@ -126,10 +128,12 @@ KERNELS = {
     "matmul": matmul.specialize(T=f32, TILE=8),
     "every_construct": every_construct.specialize(T=f32, WG=32, SCALE=0.5),
     "every_construct_f16": every_construct.specialize(T=f16, WG=32, SCALE=0.5),
+    "every_construct_f64": every_construct.specialize(T=f64, WG=32, SCALE=0.5),
     "matmul_i32": matmul.specialize(T=i32, TILE=4),
     "batched_matmul_tiled": batched_matmul.batched_matmul(f32, batched_matmul.TILED),
     "batched_matmul_direct_i32": batched_matmul.batched_matmul(i32, batched_matmul.DIRECT.fitted(20, 3)),
     "softmax_rows": rows.softmax_rows.specialize(T=f32),
+    "softmax_rows_f64": rows.softmax_rows.specialize(T=f64),
     "layernorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=True),
     "rmsnorm_rows": rows.layernorm_rows.specialize(T=f32, CENTERED=False),
     "attention_softmax": attention.attention_softmax.specialize(T=f32),
@@ -147,7 +151,8 @@ KERNELS = {
         T=f32, MODE=grid_sample.CUBIC, PADDING=grid_sample.REFLECTION, ALIGN=False, TAPS_PER_AXIS=4
     ),
     "gather_taps": grid_sample.gather_taps.specialize(T=f32, TAPS_PER_AXIS=2, VOLUME=True),
-    "float_mod": remainder.float_mod.specialize(RANK=3, FMOD=False),
+    "float_mod": remainder.float_mod.specialize(T=f32, LARGEST=3.4028234663852886e38, RANK=3, FMOD=False),
+    "float_mod_f64": remainder.float_mod.specialize(T=f64, LARGEST=1.7976931348623157e308, RANK=3, FMOD=True),
     "integer_power": remainder.integer_power.specialize(RANK=2),
     "determinant": linalg.determinant.specialize(T=f32),
     "dft": dft.dft.specialize(T=f32, INVERSE=True, HALF=True),
@@ -295,7 +300,7 @@ float rsqrtf(float);
 )
 def test_c_dialects_pass_a_gcc_syntax_check(tmp_path, name, renderer, compiler, prelude):
     source = renderer.render(KERNELS[name]).replace("#include <cuda_fp16.h>", "")
-    source = source.replace("#pragma OPENCL EXTENSION cl_khr_fp16 : enable", "")
+    source = re.sub(r"#pragma OPENCL EXTENSION \w+ : enable", "", source)
     flags = [
         "-fsyntax-only",
         "-Wall",
@@ -320,8 +325,9 @@ def _opencl_context():
 def test_opencl_compiles_with_a_real_compiler(name):
     cl, ctx = _opencl_context()
     kernel_ir = KERNELS[name]
-    if "f16" in name and "cl_khr_fp16" not in ctx.devices[0].extensions:
-        pytest.skip("the OpenCL device lacks cl_khr_fp16")
+    for half, extension in (("f16", "cl_khr_fp16"), ("f64", "cl_khr_fp64")):
+        if half in name and extension not in ctx.devices[0].extensions:
+            pytest.skip(f"the OpenCL device lacks {extension}")
     program = cl.Program(ctx, OpenCLRenderer().render(kernel_ir)).build()
     assert getattr(program, kernel_ir.name).num_args == len(kernel_ir.params)
 
@@ -331,12 +337,14 @@ def _wgpu_device():
     adapter = wgpu.gpu.request_adapter_sync()
     if adapter is None:
         pytest.skip("wgpu found no adapter (install Mesa's lavapipe: mesa-vulkan-drivers)")
-    return adapter.request_device_sync()
+    return adapter.request_device_sync(required_features=sorted({"shader-f64"} & set(adapter.features)))
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(KERNELS) if "f16" not in n])
 def test_wgsl_passes_naga_validation(name):
     device = _wgpu_device()
+    if "f64" in name and "shader-f64" not in device.features:
+        pytest.skip("the adapter lacks shader-f64")
     device.create_shader_module(code=WGSLRenderer().render(KERNELS[name]))
 
 

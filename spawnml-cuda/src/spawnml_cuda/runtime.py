@@ -21,6 +21,8 @@ CUBLAS_MIN_WORK = 64**3
 class CUDARuntime(Runtime):
     """One CUDA device and one non-blocking stream; only :meth:`copy_out` waits for the device."""
 
+    float64 = True  # every CUDA device computes in double precision
+
     def __init__(self, blocks: dict[str, tuple[int, int, int]], device: int = 0) -> None:
         super().__init__()
         self.blocks = blocks

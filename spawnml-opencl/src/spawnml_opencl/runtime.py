@@ -67,6 +67,7 @@ class OpenCLRuntime(Runtime):
     def __init__(self, device: cl.Device) -> None:
         super().__init__()
         self.device = device
+        self.float64 = "cl_khr_fp64" in device.extensions.split()
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device)
         self._uploads: list[cl.Event] = []

@@ -37,7 +37,11 @@ class WebGPURuntime(Runtime):
 
         super().__init__()
         self.wgpu, self.adapter = wgpu, adapter
-        self.device = adapter.request_device_sync(required_limits={k: adapter.limits[k] for k in LIMITS})
+        self.float64 = "shader-f64" in adapter.features  # a native feature of wgpu, off the WebGPU spec
+        self.device = adapter.request_device_sync(
+            required_features=["shader-f64"] if self.float64 else [],
+            required_limits={k: adapter.limits[k] for k in LIMITS},
+        )
         self.limits = self.device.limits
         self._encoder: Any = None
         self._pending = 0

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..kernel.ir import Scalar, f32, i32
+from ..kernel.ir import Scalar, f32, f64, i32, u32
 from .runtime import Runtime
 
 #: The 4- and 2-bit integers, held as int32 like the other narrow integers; casts to them wrap on
@@ -32,14 +32,18 @@ NARROW_FLOATS = tuple(
     )
 )
 #: How each tensor element type lives on a GPU. WGSL has no 64-bit or 8/16-bit integers, so
-#: every integer tensor is held as int32 and computed on in int32 (int64 is refused on upload
-#: when a value does not fit), and bool as 0/1. float16 and bfloat16 are held as float32, which
-#: holds each of their values exactly: kernels compute in float32, Cast to either rounds on the
-#: device, and other results keep float32 precision until read. Reading back narrows to the
-#: tensor's own type (rounding to nearest even for the 16-bit floats).
+#: every signed integer tensor is held as int32 and computed on in int32 (int64 values beyond
+#: int32 saturate on upload), unsigned 32- and 64-bit ones as uint32 (uint64 saturating alike),
+#: and bool as 0/1. float16 and bfloat16 are held as float32, which holds each of their values
+#: exactly: kernels compute in float32, Cast to either rounds on the device, and other results
+#: keep float32 precision until read. Reading back narrows to the tensor's own type (rounding to
+#: nearest even for the 16-bit floats). float64 is held as itself, on devices with double
+#: precision only (:attr:`Runtime.float64 <spawnml.gpu.runtime.Runtime.float64>`).
 PHYSICAL: dict[np.dtype, Scalar] = (
     {np.dtype(t): f32 for t in (np.float32, np.float16, ml_dtypes.bfloat16)}
+    | {np.dtype(np.float64): f64}
     | {np.dtype(t): i32 for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.bool_)}
+    | {np.dtype(t): u32 for t in (np.uint32, np.uint64)}
     | dict.fromkeys(NARROW_INTEGERS, i32)
     | dict.fromkeys(NARROW_FLOATS, f32)
 )

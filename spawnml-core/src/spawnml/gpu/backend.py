@@ -21,7 +21,8 @@ from .array import PHYSICAL, DeviceArray, Storage, physical
 from .runtime import Runtime
 from .table import GPU_KERNELS
 
-_I32 = np.iinfo(np.int32)
+#: What the 64-bit integers saturate to on the device.
+_RANGE = {np.dtype(np.int64): (-(2**31), 2**31 - 1), np.dtype(np.uint64): (0, 2**32 - 1)}
 #: Distinct small constants (strides, shapes) kept on the device; past it, the longest unused go.
 CONSTANTS = 1024
 _OPENING = threading.Lock()
@@ -50,12 +51,17 @@ class GPUBackend(Backend):
     """A backend over a :class:`Runtime` and a renderer; subclasses say which, and whether available."""
 
     kernels = GPU_KERNELS
-    element_types = frozenset(PHYSICAL)
     renderer: ClassVar[CStyleRenderer]
 
     @abstractmethod
     def make_runtime(self) -> Runtime:
         """Open the device (on first use, and again once it is lost)."""
+
+    @property
+    def element_types(self) -> frozenset[np.dtype]:
+        """Those of :data:`PHYSICAL`; float64 only where the device has double precision."""
+        held = frozenset(PHYSICAL)
+        return held if self.runtime.float64 else held - {np.dtype(np.float64)}
 
     @property
     def runtime(self) -> Runtime:
@@ -100,13 +106,13 @@ class GPUBackend(Backend):
         buffer.storage.reuse = False
 
     def from_numpy(self, array: np.ndarray) -> DeviceArray:
-        """Upload ``array``; int64 values beyond int32 saturate on the device (``INT64_MAX`` as
-        "to the end" stays so) while the host copy, which shape-like inputs read, keeps them exactly."""
+        """Upload ``array``; 64-bit integers beyond the 32-bit range saturate on the device (``INT64_MAX``
+        as "to the end" stays so) while the host copy, which shape-like inputs read, keeps them exactly."""
         array = np.asarray(array)
         elem = physical(array.dtype)
         out = self.empty(array.shape, array.dtype)
         if array.size:
-            values = np.clip(array, _I32.min, _I32.max) if array.dtype == np.int64 else array
+            values = np.clip(array, *_RANGE[array.dtype]) if array.dtype in _RANGE else array
             out.storage.runtime.copy_in(out.handle, np.ascontiguousarray(values, elem.numpy))
             self._count(bytes_to_device=out.size * elem.bits // 8)
         return DeviceArray(out.storage, out.shape, out.dtype, array)

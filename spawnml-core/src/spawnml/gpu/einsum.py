@@ -21,7 +21,7 @@ from ..errors import InvalidArgumentError
 from ..kernel.library.reductions import reduce_kernel
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS, _strides, copy_strided, matmul, permuted
+from .table import ALL_FLOATS, GPU_KERNELS, _strides, copy_strided, matmul, permuted
 
 #: Letters standing for an ellipsis' dims, outside the ASCII letters an equation uses.
 _ELLIPSIS_LETTERS = "".join(chr(0x3B1 + i) for i in range(24))
@@ -112,7 +112,7 @@ def _contract(
     return product.view(tuple(sizes[c] for c in term)), term
 
 
-@GPU_KERNELS.register("Einsum", since=12, dtypes=FLOATS)
+@GPU_KERNELS.register("Einsum", since=12, dtypes=ALL_FLOATS)
 def einsum(ctx: KernelContext, *operands: DeviceArray) -> DeviceArray:
     terms, output = _terms(as_text(ctx.attrs["equation"]), [len(x.shape) for x in operands])
     values = [_diagonal(ctx, x, term) for x, term in zip(operands, terms, strict=True)]

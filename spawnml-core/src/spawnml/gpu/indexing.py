@@ -25,7 +25,7 @@ from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_row
 from ..ops.defs.vision import unpool_attrs, unpooled_size
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, _axis, _host, _strides, cast_to, copy_strided, take
+from .table import ALL_FLOATS, GPU_KERNELS, _axis, _host, _strides, cast_to, copy_strided, take
 
 
 @GPU_KERNELS.register("GatherElements", since=11)
@@ -105,12 +105,12 @@ def _row_op(ctx: KernelContext, x: DeviceArray, kernel) -> DeviceArray:
     return out
 
 
-@GPU_KERNELS.register("LogSoftmax", since=1, dtypes=FLOATS)
+@GPU_KERNELS.register("LogSoftmax", since=1, dtypes=ALL_FLOATS)
 def log_softmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, log_softmax_rows.specialize(T=x.elem))
 
 
-@GPU_KERNELS.register("Hardmax", since=1, dtypes=FLOATS)
+@GPU_KERNELS.register("Hardmax", since=1, dtypes=ALL_FLOATS)
 def hardmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, hardmax_rows.specialize(T=x.elem))
 

@@ -18,14 +18,13 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
 from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
 from .fused import run_chain, scalar
-from .table import FLOATS, GPU_KERNELS, _axes, _axis, _host, permuted
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
 _EMPTY = {
@@ -53,8 +52,8 @@ def _shape(x: DeviceArray, reduced: Sequence[int], keep: bool) -> tuple[int, ...
 
 def reduce(ctx: KernelContext, kind: str, x: DeviceArray, axes: DeviceArray | None) -> DeviceArray:
     """The ``kind`` reduction of ``x`` over the node's axes."""
-    if kind in FLOAT_KINDS and x.elem != f32:
-        raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float32 tensors, not {x.dtype}")
+    if kind in FLOAT_KINDS and not x.elem.is_float:
+        raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float tensors, not {x.dtype}")
     chosen = _axes(ctx, axes)
     if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
         return x
@@ -148,7 +147,7 @@ def mean_variance_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArr
 def _register() -> None:
     for kind in ("Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"):
         name, since = f"Reduce{kind}", AXES_INPUT_SINCE[f"Reduce{kind}"]
-        dtypes = FLOATS if kind in FLOAT_KINDS else None
+        dtypes = ALL_FLOATS if kind in FLOAT_KINDS else None
         GPU_KERNELS.register(name, until=since, dtypes=dtypes)(
             lambda ctx, x, _k=kind: reduce(ctx, _k, x, None)
         )

@@ -52,6 +52,8 @@ class Runtime(ABC):
 
     #: Bytes of free buffers kept for reuse (see :data:`POOL_BYTES`).
     pool_bytes = POOL_BYTES
+    #: Whether kernels may compute in float64 (the device has double precision).
+    float64 = False
 
     def __init__(self) -> None:
         self.lock = threading.RLock()

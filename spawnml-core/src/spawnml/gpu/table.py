@@ -37,6 +37,9 @@ GPU_KERNELS = KernelTable()
 #: types are refused at load.
 FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
 Array = DeviceArray
+#: What the float-only kernels computing in the tensor's own type take: float64 as well, where the
+#: device holds it.
+ALL_FLOATS = (*FLOATS, np.float64)
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -79,8 +82,8 @@ _COMPARISONS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}
 
 
 def _elem_of(op: str, x: Array) -> Scalar:
-    if op in _FLOAT_ONLY and x.elem != f32:
-        raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
+    if op in _FLOAT_ONLY and not x.elem.is_float:
+        raise InvalidArgumentError(f"{op} on the GPU takes float tensors, not {x.dtype}")
     return x.elem
 
 
@@ -127,7 +130,7 @@ def legacy_operand(ctx: KernelContext, a: Array, b: Array) -> Array:
     return b.view((*b.shape, *[1] * (rank - start - len(b.shape))))
 
 
-@GPU_KERNELS.register("Pow", until=7, dtypes=FLOATS)
+@GPU_KERNELS.register("Pow", until=7, dtypes=ALL_FLOATS)
 def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
     return pow_(ctx, x, legacy_operand(ctx, x, y))
 
@@ -136,15 +139,16 @@ def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
 POW_INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
 
 
-@GPU_KERNELS.register("Pow", since=7, dtypes=(*FLOATS, *POW_INTEGERS))
+@GPU_KERNELS.register("Pow", since=7, dtypes=(*ALL_FLOATS, *POW_INTEGERS))
 def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
     """``x ** y`` of the base's type. A float base takes the exponent cast to its type; an integer
     base with a float exponent is raised in float32 and truncated, with an integer exponent by
     repeated squaring."""
-    if x.elem == f32:
+    if x.elem.is_float:
         return binary(ctx, "Pow", x, y if y.dtype == x.dtype else unary(ctx, "Cast", y, x.dtype))
-    if y.elem == f32:
-        raised = binary(ctx, "Pow", unary(ctx, "Cast", x, np.dtype(np.float32)), y)
+    if y.elem.is_float:
+        exponent = y if y.elem == f32 else unary(ctx, "Cast", y, np.dtype(np.float32))
+        raised = binary(ctx, "Pow", unary(ctx, "Cast", x, np.dtype(np.float32)), exponent)
         return unary(ctx, "Cast", raised, x.dtype)
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
@@ -384,11 +388,11 @@ def shape_(ctx: KernelContext, x: Array) -> Array:
 
 # Matrix multiplication and normalization -------------------------------------------------------
 def _float(x: Array, op: str) -> None:
-    if x.elem != f32:
-        raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
+    if not x.elem.is_float:
+        raise InvalidArgumentError(f"{op} on the GPU takes float tensors, not {x.dtype}")
 
 
-@GPU_KERNELS.register("MatMul", since=1, dtypes=(*FLOATS, np.int32))
+@GPU_KERNELS.register("MatMul", since=1, dtypes=(*ALL_FLOATS, np.int32))
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     """Float or int32 products (int32 wrapping on overflow, as numpy's do)."""
     a2 = a.view((1, *a.shape)) if len(a.shape) == 1 else a
@@ -425,7 +429,7 @@ def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
     return out
 
 
-@GPU_KERNELS.register("Softmax", since=1, dtypes=FLOATS)
+@GPU_KERNELS.register("Softmax", since=1, dtypes=ALL_FLOATS)
 def softmax(ctx: KernelContext, x: Array) -> Array:
     _float(x, "Softmax")
     rank = len(x.shape)
@@ -436,7 +440,7 @@ def softmax(ctx: KernelContext, x: Array) -> Array:
         size, inner = math.prod(x.shape[axis:]), 1
     out = ctx.backend.empty(x.shape, x.dtype)
     if size:
-        k = softmax_rows.specialize(T=f32)
+        k = softmax_rows.specialize(T=x.elem)
         ctx.backend.launch_flat(k, [x, out], x.size // size, D=size, inner=inner)
     return out
 

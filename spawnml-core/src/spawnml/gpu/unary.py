@@ -8,17 +8,16 @@ from typing import Any
 import numpy as np
 
 from ..backend import KernelContext
-from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from ..kernel.library.remainder import float_mod
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, _broadcast_strides
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, _broadcast_strides
 
 BOOL = np.dtype(np.bool_)
-INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64)
-#: BitShift's types whose bits all live in the device's int32.
-SHIFTABLE = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
+INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.uint32, np.uint64)
+#: BitShift's types whose bits all live in the device's 32-bit integers.
+SHIFTABLE = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)
 
 #: Float-only operators with their first opset; attributes come from the node.
 FLOAT_UNARY = {
@@ -62,16 +61,16 @@ def elementwise(
 
 def _register() -> None:
     for op, since in FLOAT_UNARY.items():
-        GPU_KERNELS.register(op, since=since, dtypes=FLOATS)(
+        GPU_KERNELS.register(op, since=since, dtypes=ALL_FLOATS)(
             lambda ctx, x, _op=op: elementwise(ctx, _op, [x])
         )
     for op, since in (("IsNaN", 9), ("IsInf", 10)):
-        GPU_KERNELS.register(op, since=since, dtypes=FLOATS)(
+        GPU_KERNELS.register(op, since=since, dtypes=ALL_FLOATS)(
             lambda ctx, x, _op=op: elementwise(ctx, _op, [x], BOOL)
         )
     GPU_KERNELS.register("PRelu", since=7, dtypes=FLOATS)(lambda ctx, x, s: elementwise(ctx, "PRelu", [x, s]))
     # Before opset 8 the inputs of Mean and Sum have one shape, which broadcasting keeps.
-    GPU_KERNELS.register("Mean", dtypes=FLOATS)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
+    GPU_KERNELS.register("Mean", dtypes=ALL_FLOATS)(lambda ctx, *xs: elementwise(ctx, "Mean", list(xs)))
     GPU_KERNELS.register("Sum")(lambda ctx, *xs: elementwise(ctx, "Sum", list(xs)))
     GPU_KERNELS.register("Sign", since=9)(lambda ctx, x: elementwise(ctx, "Sign", [x]))
     GPU_KERNELS.register("BitShift", since=11, dtypes=SHIFTABLE)(
@@ -83,18 +82,23 @@ def _register() -> None:
         )
 
 
-@GPU_KERNELS.register("Mod", since=10, dtypes=(*INTEGERS, *FLOATS))
+@GPU_KERNELS.register("Mod", since=10, dtypes=(*INTEGERS, *ALL_FLOATS))
 def mod(ctx: KernelContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
     """Integers by the generated chain; floats by the exact long-division kernel (``a - b * trunc(a /
     b)`` would round)."""
-    if x.elem != f32:
+    if not x.elem.is_float:
         return elementwise(ctx, "Mod", [x, y])
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
     meta = ctx.backend.constant(
         [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
     )
-    k = float_mod.specialize(RANK=len(shape), FMOD=bool(ctx.attrs.get("fmod", 0)))
+    k = float_mod.specialize(
+        T=x.elem,
+        LARGEST=float(np.finfo(x.elem.numpy).max),
+        RANK=len(shape),
+        FMOD=bool(ctx.attrs.get("fmod", 0)),
+    )
     ctx.backend.launch_flat(k, [x, y, out, meta], out.size)
     return out
 

@@ -108,8 +108,8 @@ class Windows:
 
 
 def _float(x: Array, op: str) -> None:
-    if x.elem != f32:
-        raise InvalidArgumentError(f"{op} on the GPU takes float32 tensors, not {x.dtype}")
+    if not x.elem.is_float:
+        raise InvalidArgumentError(f"{op} on the GPU takes float tensors, not {x.dtype}")
 
 
 def _grid(ctx: KernelContext, rows: int) -> tuple[int, int]:

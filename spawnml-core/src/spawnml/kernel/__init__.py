@@ -17,7 +17,7 @@ the renderers (:mod:`.render`) turn it into WGSL, OpenCL C or CUDA C.
 """
 
 from .frontend import KernelDef, kernel
-from .ir import Kernel, KernelError, Scalar, bool_, f16, f32, i32, u32
+from .ir import Kernel, KernelError, Scalar, bool_, f16, f32, f64, i32, u32
 from .lang import (
     Buffer,
     Const,
@@ -57,6 +57,7 @@ __all__ = [
     "exp",
     "f16",
     "f32",
+    "f64",
     "floor",
     "global_id",
     "group_id",

@@ -43,6 +43,7 @@ class Scalar:
 
 
 f32 = Scalar("f32", "f", 32)
+f64 = Scalar("f64", "f", 64)
 f16 = Scalar("f16", "f", 16)
 i32 = Scalar("i32", "i", 32)
 u32 = Scalar("u32", "u", 32)

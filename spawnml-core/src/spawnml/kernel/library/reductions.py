@@ -13,7 +13,7 @@ from functools import cache
 
 from .. import ir
 from ..ir import Scalar, bool_, i32, u32
-from .scalar_ops import OPS, const
+from .scalar_ops import OPS, const, largest
 
 #: The reductions :func:`reduce_kernel` writes, and ArgMax / ArgMin (by :func:`arg_kernel`).
 KINDS = ("Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare")
@@ -79,7 +79,8 @@ def reduce_kernel(kind: str, t: Scalar) -> ir.Kernel:
             ir.Declare("acc", const(0, acc)),
             _loop(k, [ir.Declare("v", _element(k, t)), _fold(acc, "Add", step)]),
         ]
-        result = OPS["Add"].build((OPS["Log"].build((acc,), {}, t), top), {}, t)
+        infinite = ir.Binary(">", ir.Call("abs", (top,), t), largest(top), bool_)  # exp(inf - inf) is NaN
+        result = ir.Select(infinite, top, OPS["Add"].build((OPS["Log"].build((acc,), {}, t), top), {}, t), t)
     else:
         init, op, term = {
             "Sum": (const(0, acc), "Add", x),

@@ -13,25 +13,25 @@ Operands broadcast like :func:`~spawnml.kernel.library.map.map2`'s; launch ``n``
 from __future__ import annotations
 
 from ..frontend import kernel
-from ..ir import f32, i32, u32
+from ..ir import Scalar, i32, u32
 from ..lang import Buffer, Const, ReadBuffer, global_id
-
-#: The largest finite float32.
-FLT_MAX = 3.4028234663852886e38
 
 
 @kernel(workgroup=(64,))
 def float_mod(
-    x: ReadBuffer[f32],
-    y: ReadBuffer[f32],
-    out: Buffer[f32],
+    x: ReadBuffer[T],  # noqa: F821
+    y: ReadBuffer[T],  # noqa: F821
+    out: Buffer[T],  # noqa: F821
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
+    T: Const[Scalar],
+    LARGEST: Const[float],
     RANK: Const[int],
     FMOD: Const[bool],
 ):
-    """``out[i] = x[.] mod y[.]``; ``dims`` = out shape, x strides, y strides."""
+    """``out[i] = x[.] mod y[.]``; ``dims`` = out shape, x strides, y strides; ``LARGEST`` is ``T``'s
+    largest finite value."""
     i = global_id(1) * width + global_id(0)
     if i < n:
         rest = i
@@ -46,18 +46,18 @@ def float_mod(
         b = y[iy]
         left = abs(a)
         divisor = abs(b)
-        if divisor > f32(0) and left >= divisor and left <= FLT_MAX:
+        if divisor > T(0) and left >= divisor and left <= LARGEST:
             step = divisor
-            while step <= left * f32(0.5):
-                step = step * f32(2)
+            while step <= left * T(0.5):
+                step = step * T(2)
             while left >= divisor:
                 if left >= step:
                     left = left - step
-                step = step * f32(0.5)
-        result = -left if a < f32(0) else left
-        if not divisor > f32(0) or abs(a) > FLT_MAX:  # a zero or NaN divisor, an infinite dividend
+                step = step * T(0.5)
+        result = -left if a < T(0) else left
+        if not divisor > T(0) or abs(a) > LARGEST:  # a zero or NaN divisor, an infinite dividend
             result = (a - a) / (b - b)  # NaN, computed: there is no NaN literal
-        if not FMOD and result != f32(0) and (b < f32(0)) != (result < f32(0)):
+        if not FMOD and result != T(0) and (b < T(0)) != (result < T(0)):
             result = result + b
         out[i] = result
 

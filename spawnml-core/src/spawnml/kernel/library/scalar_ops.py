@@ -20,8 +20,9 @@ from ..ir import Expr, Scalar, bool_
 Attrs = Mapping[str, Any]
 Build = Callable[[Sequence[Expr], Attrs, Scalar], Expr]
 
-#: The largest finite float32: ``abs(x) > FLT_MAX`` is the portable test for an infinity.
+#: The largest finite float32 and float64: ``abs(x) > largest`` is the portable test for an infinity.
 FLT_MAX = 3.4028234663852886e38
+DBL_MAX = 1.7976931348623157e308
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ def _bin(op: str, a: Expr, b: Expr) -> Expr:
 
 def _cmp(op: str, a: Expr, b: Expr) -> Expr:
     return ir.Binary(op, a, b, bool_)
+
+
+def largest(like: Expr, sign: int = 1) -> ir.Const:
+    """``sign`` times the largest finite value of ``like``'s float type."""
+    return const(sign * (DBL_MAX if like.dtype.bits == 64 else FLT_MAX), like)
 
 
 def _call(fn: str, *args: Expr) -> Expr:
@@ -97,9 +103,10 @@ def _sigmoid(x: Expr) -> Expr:
 
 
 def _log1p(u: Expr) -> Expr:
-    """``log(1 + u)`` for ``u >= 0``, by its series below 0.01 where ``1 + u`` loses digits."""
+    """``log(1 + u)`` for ``u >= 0``, by its series below 0.01 where ``1 + u`` loses digits (to
+    ``u**5`` in float32, ``u**9`` in float64)."""
     series, power = u, u
-    for k in range(2, 6):
+    for k in range(2, 10 if u.dtype.bits == 64 else 6):
         power = _bin("*", power, u)
         series = _bin("+" if k % 2 else "-", series, _bin("/", power, const(k, u)))
     return _select(_cmp("<", u, const(0.01, u)), series, _call("log", _bin("+", const(1, u), u)))
@@ -121,7 +128,10 @@ def _mish(x: Expr) -> Expr:
 
 
 def _tanh(x: Expr) -> Expr:
-    """tanh, by its series where ``|x| < 0.05``: GPU tanh loses relative accuracy near 0."""
+    """tanh, by its series where ``|x| < 0.05``: GPU tanh loses relative accuracy near 0 (float64's
+    is accurate there, and the series too short for it)."""
+    if x.dtype.bits == 64:
+        return _call("tanh", x)
     x2 = _bin("*", x, x)
     poly = const(-17 / 315, x)
     for coefficient in (2 / 15, -1 / 3, 1.0):
@@ -206,7 +216,7 @@ def _mod(args: Sequence[Expr], attrs: Attrs, r: Scalar) -> Expr:
     a, b = args
     if a.dtype.is_float:  # an infinite divisor leaves a finite dividend as it is
         finite = _bin("-", a, _bin("*", b, _trunc(_bin("/", a, b))))
-        rem = _select(_cmp(">", _call("abs", b), const(FLT_MAX, b)), a, finite)
+        rem = _select(_cmp(">", _call("abs", b), largest(b)), a, finite)
         if attrs.get("fmod", 0):
             return rem
     else:
@@ -222,9 +232,9 @@ def _is_inf(args: Sequence[Expr], attrs: Attrs, r: Scalar) -> Expr:
     x = args[0]
     terms = []
     if attrs.get("detect_positive", 1):
-        terms.append(_cmp(">", x, const(FLT_MAX, x)))
+        terms.append(_cmp(">", x, largest(x)))
     if attrs.get("detect_negative", 1):
-        terms.append(_cmp("<", x, const(-FLT_MAX, x)))
+        terms.append(_cmp("<", x, largest(x, -1)))
     if not terms:
         return ir.Const(0, r)
     cond = terms[0] if len(terms) == 1 else ir.Binary("||", *terms, bool_)
@@ -322,7 +332,8 @@ def _bit_shift(args: Sequence[Expr], attrs: Attrs, r: Scalar) -> Expr:
     out_of_range = ir.Binary("||", _cmp("<", y, zero), _cmp(">=", y, const(32, y)), bool_)
     if attrs.get("direction") == "LEFT":
         return _select(out_of_range, zero, _bin("<<", x, y))
-    return _select(out_of_range, _select(_cmp("<", x, zero), const(-1, x), zero), _bin(">>", x, y))
+    filled = zero if x.dtype.kind == "u" else _select(_cmp("<", x, zero), const(-1, x), zero)
+    return _select(out_of_range, filled, _bin(">>", x, y))
 
 
 def _fold(binary: Build, finish: Callable[[Expr, int], Expr] | None = None) -> Build:

@@ -17,6 +17,7 @@ class CStyleRenderer:
 
     types: ClassVar[dict[str, str]] = {
         "f32": "float",
+        "f64": "double",
         "f16": "half",
         "i32": "int",
         "u32": "uint",
@@ -145,6 +146,8 @@ class CStyleRenderer:
             return f"{int(value)}u"
         if dtype.kind == "i":
             return f"{int(value)}" if value >= 0 else f"({int(value)})"
+        if dtype.bits == 64:
+            return repr(float(value))
         text = f"{float(value)!r}f"
         return text if dtype == f32 else self.cast(text, dtype)
 
@@ -152,5 +155,8 @@ class CStyleRenderer:
         return f"(({self.type(dtype)})({x}))"
 
     def call(self, fn: str, args: list[str], dtype: Scalar) -> str:
-        names = self.float_fns if dtype.is_float else self.int_fns
-        return f"{names.get(fn, fn)}({', '.join(args)})"
+        return f"{self.math_names(dtype).get(fn, fn)}({', '.join(args)})"
+
+    def math_names(self, dtype: Scalar) -> dict[str, str]:
+        """The language's names of the math intrinsics on ``dtype``."""
+        return self.float_fns if dtype.is_float else self.int_fns

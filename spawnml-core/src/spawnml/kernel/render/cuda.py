@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir import Kernel, Scalar, f16, f32
+from ..ir import Kernel, Scalar, f16, f32, f64
 from .cstyle import CStyleRenderer
 
 
@@ -37,3 +37,6 @@ class CUDARenderer(CStyleRenderer):
         if dtype == f16:  # half math goes through float
             return self.cast(super().call(fn, [self.cast(a, f32) for a in args], f32), f16)
         return super().call(fn, args, dtype)
+
+    def math_names(self, dtype: Scalar) -> dict[str, str]:
+        return CStyleRenderer.float_fns if dtype == f64 else super().math_names(dtype)  # C's double names

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir import Kernel, Scalar, f16
+from ..ir import Kernel, Scalar, f16, f64
 from .cstyle import CStyleRenderer
 
 
@@ -22,7 +22,10 @@ class OpenCLRenderer(CStyleRenderer):
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"
 
     def prelude(self, k: Kernel) -> list[str]:
-        return ["#pragma OPENCL EXTENSION cl_khr_fp16 : enable"] if f16 in k.dtypes else []
+        extensions = {f16: "cl_khr_fp16", f64: "cl_khr_fp64"}
+        return [
+            f"#pragma OPENCL EXTENSION {name} : enable" for t, name in extensions.items() if t in k.dtypes
+        ]
 
     def launch_bounds(self, k: Kernel) -> str:
         x, y, z = k.workgroup

@@ -12,7 +12,8 @@ from typing import ClassVar
 import numpy as np
 
 from .. import ir
-from ..ir import Expr, Kernel, KernelError, Scalar, f16, u32
+from ..ir import Expr, Kernel, KernelError, Scalar, f16, f64, u32
+from . import wgsl_f64
 from .cstyle import CStyleRenderer
 
 _ERF = """fn spawn_erf_{t}(x: {t}) -> {t} {{
@@ -25,7 +26,14 @@ _ERF = """fn spawn_erf_{t}(x: {t}) -> {t} {{
 class WGSLRenderer(CStyleRenderer):
     """Renders kernels as one WGSL compute entry point."""
 
-    types: ClassVar[dict[str, str]] = {"f32": "f32", "f16": "f16", "i32": "i32", "u32": "u32", "bool": "bool"}
+    types: ClassVar[dict[str, str]] = {
+        "f32": "f32",
+        "f64": "f64",
+        "f16": "f16",
+        "i32": "i32",
+        "u32": "u32",
+        "bool": "bool",
+    }
     ids: ClassVar[dict[str, str]] = {
         "global": "spawn_gid.{xyz}",
         "local": "spawn_lid.{xyz}",
@@ -39,6 +47,7 @@ class WGSLRenderer(CStyleRenderer):
     def render(self, k: Kernel) -> str:
         self._scalars = {p.name for p in k.scalars}
         self._erf: set[Scalar] = set()
+        self._f64_math: set[str] = set()
         return super().render(k)
 
     def prelude(self, k: Kernel) -> list[str]:
@@ -57,7 +66,7 @@ class WGSLRenderer(CStyleRenderer):
             lines.append(f"@group(0) @binding({len(k.buffers)}) var<uniform> {self.uniform}: SpawnScalars;")
         lines += [f"var<workgroup> {s.name}: array<{self.type(s.dtype)}, {s.size}>;" for s in k.shared]
         lines += [_ERF.format(t=self.type(t)) for t in sorted(self._erf, key=str)]
-        return lines
+        return lines + wgsl_f64.prelude(self._f64_math)
 
     def signature(self, k: Kernel) -> str:
         x, y, z = k.workgroup
@@ -85,12 +94,15 @@ class WGSLRenderer(CStyleRenderer):
         return f"({self.expr(a)} {op} {rhs})"
 
     def literal(self, value: bool | int | float, dtype: Scalar) -> str:
-        suffix = {"f32": "f", "f16": "h", "i32": "i", "u32": "u"}
+        suffix = {"f32": "f", "f64": "lf", "f16": "h", "i32": "i", "u32": "u"}
         if dtype.is_float:
             return f"{float(value)!r}{suffix[dtype.name]}"
         return "true" if value is True else "false" if value is False else f"{int(value)}{suffix[dtype.name]}"
 
     def call(self, fn: str, args: list[str], dtype: Scalar) -> str:
+        if dtype == f64 and fn in wgsl_f64.FUNCTIONS:  # no f64 transcendentals in Vulkan's SPIR-V
+            self._f64_math.add(fn)
+            return f"spawn_{fn}_f64({', '.join(args)})"
         if fn == "erf":  # WGSL has no erf: Abramowitz & Stegun 7.1.26, |error| < 1.5e-7
             self._erf.add(dtype)
             return f"spawn_erf_{self.type(dtype)}({args[0]})"
@@ -105,6 +117,8 @@ class WGSLRenderer(CStyleRenderer):
         match e:
             case ir.Select(cond=cond, a=a, b=b):
                 return f"select({self.expr(b)}, {self.expr(a)}, {self.expr(cond)})"
+            case ir.Call(fn="isnan", args=(x,)) if x.dtype == f64:  # NaN stays NaN in float32
+                return self.call("isnan", [self.cast(self.expr(x), ir.f32)], e.dtype)
         return super().expr(e)
 
 
