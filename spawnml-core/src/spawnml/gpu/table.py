@@ -9,6 +9,7 @@ free for initializers, which keep their host values, one small read-back otherwi
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from functools import cache
 
@@ -412,10 +413,17 @@ def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     return out.view(tuple(shape))
 
 
+#: Per open runtime, whether its device is a CPU (describing a device can query the driver).
+_ON_CPU: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
+
+
 def _runs_on_cpu(ctx: KernelContext) -> bool:
     """Whether the device is a CPU (lavapipe, PoCL), which its runtime's description says: products
     there take the blocking without workgroup memory (see :mod:`~spawnml.kernel.library.batched_matmul`)."""
-    return "(CPU" in ctx.backend.runtime.describe()
+    runtime = ctx.backend.runtime
+    if runtime not in _ON_CPU:
+        _ON_CPU[runtime] = "(CPU" in runtime.describe()
+    return _ON_CPU[runtime]
 
 
 def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
