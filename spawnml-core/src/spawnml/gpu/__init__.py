@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (the kernel modules register on GPU_KERNELS when 
     control,
     einsum,
     flex_attention,
+    forest,
     fused,
     gemm,
     indexing,
