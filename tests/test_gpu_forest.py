@@ -2,14 +2,14 @@
 comparison branch modes, NaN features with and without missing-value tracking, several targets,
 the four aggregates and the two post transforms run on the GPU (onnxruntime's scores without a
 transform, then the transform by its definition: onnxruntime numbers the transforms otherwise);
-SOFTMAX_ZERO refused at load. onnxruntime takes thresholds of the input's type only: float64
-thresholds, some of which no float32 row can equal, are checked with ONNX's reference. Set
-membership is checked by the conformance case (onnxruntime takes integer members only, and ONNX's
-reference hands the sets out in tree order and ends a set at a member 0).
+float64 rows; SOFTMAX_ZERO refused at load. onnxruntime takes thresholds of the input's type
+only: float64 thresholds, some of which no float32 row can equal, are checked with ONNX's
+reference. Set membership is checked by the conformance case (onnxruntime takes integer members
+only, and ONNX's reference hands the sets out in tree order and ends a set at a member 0).
 
 Inputs are drawn from a small pool of values so that equality tests pass as often as they fail.
-Tolerance: 1e-6 relative and absolute (the leaf weights are summed in the same order in float32;
-the transforms use the device's exp).
+Tolerance: 1e-6 relative and absolute for float32 rows, 1e-12 for float64 (the leaf weights are
+summed in the same order; the transforms use the device's exp).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import onnx
 import onnxruntime
 import pytest
 import spawnml
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from tests.backends import GPU_BACKENDS, backend_or_skip
@@ -74,7 +74,9 @@ def random_forest(trees: int, depth: int, features: int, targets: int) -> dict:
     return attrs
 
 
-def forest_model(attrs: dict, targets: int, features: int, values: type = np.float32, **extra) -> bytes:
+def forest_model(
+    attrs: dict, targets: int, features: int, values: type = np.float32, rows: type = np.float32, **extra
+) -> bytes:
     """A TreeEnsemble model; thresholds and weights of type ``values`` (onnxruntime takes the
     input's type only)."""
     tensors = {
@@ -88,8 +90,16 @@ def forest_model(attrs: dict, targets: int, features: int, values: type = np.flo
     graph = helper.make_graph(
         [node],
         "forest",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, features])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, targets])],
+        [
+            helper.make_tensor_value_info(
+                "x", helper.np_dtype_to_tensor_dtype(np.dtype(rows)), [None, features]
+            )
+        ],
+        [
+            helper.make_tensor_value_info(
+                "y", helper.np_dtype_to_tensor_dtype(np.dtype(rows)), [None, targets]
+            )
+        ],
     )
     opsets = [helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=10).SerializeToString()
@@ -152,6 +162,17 @@ def test_tree_ensemble_float64_thresholds(provider: str) -> None:
     x = rows(4)
     (want,) = ReferenceEvaluator(onnx.load_from_string(onnx_model)).run(None, {"x": x})
     np.testing.assert_allclose(on_gpu(provider, onnx_model, x), want, rtol=1e-6, atol=1e-6)
+
+
+def test_tree_ensemble_float64_rows(provider: str) -> None:
+    """float64 rows are compared and scored in float64, as onnxruntime does."""
+    forest = random_forest(trees=8, depth=4, features=4, targets=2)
+    onnx_model = forest_model(forest, 2, 4, np.float64, np.float64, aggregate_function=0)
+    x = rows(4).astype(np.float64)
+    (want,) = onnxruntime.InferenceSession(onnx_model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = on_gpu(provider, onnx_model, x)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_tree_ensemble_refuses_softmax_zero(provider: str) -> None:

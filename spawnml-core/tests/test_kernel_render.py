@@ -175,8 +175,8 @@ KERNELS = {
     "nms_triples": selection.nms_triples.specialize(),
     "roi_align": regions.roi_align.specialize(T=f32, MAX=True, HALF_PIXEL=False),
     "mel_weights": mel.mel_weights.specialize(T=i32),
-    "forest_leaves": forest.forest_leaves.specialize(),
-    "forest_scores": forest.forest_scores.specialize(AGGREGATE=3),
+    "forest_leaves": forest.forest_leaves.specialize(T=f32),
+    "forest_scores": forest.forest_scores.specialize(T=f32, AGGREGATE=3),
     **{
         f"{k.name}_vision": k
         for k in (

@@ -2,11 +2,12 @@
 reaches, one per row and target combines the leaves' weights (:mod:`spawnml.kernel.library.forest`),
 then the post transform runs as Softmax's row kernel or a generated Sigmoid.
 
-The forest is laid out on the host from the node's attributes. Rows are float32 (float16 held as
-float32) while the thresholds and set members may be float64: each threshold is rounded toward
-the side that keeps its test exact in float32 (``x <= t`` is ``x <= t`` rounded down, ``x < t``
-is ``x < t`` rounded up, ...), equality with a value float32 cannot hold never passes, and members
-float32 cannot hold are dropped. SOFTMAX_ZERO and PROBIT are refused at load.
+The forest is laid out on the host from the node's attributes, its values in the rows' type on
+the device (float32, float16 held as float32, or float64). Thresholds and set members may be of a
+wider type than the rows: each threshold is rounded toward the side that keeps its test exact
+(``x <= t`` is ``x <= t`` rounded down, ``x < t`` is ``x < t`` rounded up, ...), equality with a
+value the rows' type cannot hold never passes, and such members are dropped. SOFTMAX_ZERO and
+PROBIT are refused at load.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from ..kernel.library.forest import forest_leaves, forest_scores
 from ..kernel.library.rows import softmax_rows
@@ -33,6 +33,7 @@ LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
 #: The post transforms run on the GPU, by TreeEnsemble's codes.
 NONE, SOFTMAX, LOGISTIC = 0, 1, 2
 AVERAGE, SUM, MIN, MAX = range(4)
+FLOAT32 = np.dtype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,12 @@ class Forest:
     """A forest as the kernels read it (see :mod:`spawnml.kernel.library.forest`)."""
 
     nodes: np.ndarray  # (branches, 5) int32: feature, mode, true child, false child, NaN goes true
-    thresholds: np.ndarray  # (branches,) float32
+    thresholds: np.ndarray  # (branches,) of the rows' type
     member_bounds: np.ndarray  # (branches + 1,) int32
-    members: np.ndarray  # float32
+    members: np.ndarray  # of the rows' type
     roots: np.ndarray  # int32
     leaf_targets: np.ndarray  # int32
-    leaf_weights: np.ndarray  # float32
+    leaf_weights: np.ndarray  # of the rows' type
     targets: int
     depth: int
     width: int  # features the rows must have
@@ -61,21 +62,21 @@ def _values(attrs: dict[str, Any], name: str) -> np.ndarray:
     return np.zeros(0, np.float64) if value is None else np.asarray(value).reshape(-1)
 
 
-def _exact_tests(modes: np.ndarray, splits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The modes and float32 thresholds that test float32 values exactly as ``modes`` test them
+def _exact_tests(modes: np.ndarray, splits: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The modes and ``dtype`` thresholds that test ``dtype`` values exactly as ``modes`` test them
     against ``splits`` (of any float type): an inexact threshold is rounded down for ``<=`` and
-    ``>``, up for ``<`` and ``>=``; equality with a value float32 cannot hold (or NaN) becomes an
+    ``>``, up for ``<`` and ``>=``; equality with a value ``dtype`` cannot hold (or NaN) becomes an
     empty membership, inequality with it ``<= inf``, an order test with NaN an empty membership."""
     wide = splits.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        near = wide.astype(np.float32)
-    down = np.where(near <= wide, near, np.nextafter(near, np.float32(-np.inf)))
-    up = np.where(near >= wide, near, np.nextafter(near, np.float32(np.inf)))
+        near = wide.astype(dtype)
+    down = np.where(near <= wide, near, np.nextafter(near, dtype.type(-np.inf)))
+    up = np.where(near >= wide, near, np.nextafter(near, dtype.type(np.inf)))
     thresholds = np.where(np.isin(modes, (LEQ, GT)), down, up)
     inexact = (near != wide) & (modes < MEMBER)
     never = inexact & ((modes == EQ) | np.isnan(wide)) & (modes != NEQ)
     always = inexact & (modes == NEQ)
-    thresholds = np.where(never, 0, np.where(always, np.inf, thresholds)).astype(np.float32)
+    thresholds = np.where(never, 0, np.where(always, np.inf, thresholds)).astype(dtype)
     return np.where(never, MEMBER, np.where(always, LEQ, modes)), thresholds
 
 
@@ -104,8 +105,9 @@ def _member_sets(values: np.ndarray, count: int) -> list[np.ndarray]:
     return [part[~np.isnan(part)] for part in np.split(values, ends)]
 
 
-def forest_of(attrs: dict[str, Any]) -> Forest:
-    """The forest the attributes describe; :class:`InvalidArgumentError` says why they do not."""
+def forest_of(attrs: dict[str, Any], dtype: np.dtype = FLOAT32) -> Forest:
+    """The forest the attributes describe, its values in ``dtype`` (the rows' type on the device);
+    :class:`InvalidArgumentError` says why they do not describe one."""
     features = _ints(attrs, "nodes_featureids")
     branches = len(features)
     modes = _ints(attrs, "nodes_modes")
@@ -134,20 +136,20 @@ def forest_of(attrs: dict[str, Any]) -> Forest:
     sets = iter(_member_sets(_values(attrs, "membership_values").astype(np.float64), (modes == MEMBER).sum()))
     tracks = _ints(attrs, "nodes_missing_value_tracks_true")[:branches]
     nan_true = np.pad(tracks == 1, (0, branches - len(tracks))) | (modes == NEQ)
-    tests, thresholds = _exact_tests(modes, splits)
+    tests, thresholds = _exact_tests(modes, splits, dtype)
     bounds, members = np.zeros(branches + 1, np.int64), []
     for b in np.flatnonzero(modes == MEMBER):
-        members += [np.float32(v) for v in next(sets) if np.float32(v) == v]
+        members += [v for v in next(sets) if dtype.type(v) == v]
         bounds[b + 1 :] = len(members)
     nodes = np.stack([features, tests, *nexts, nan_true], axis=1).reshape(branches, 5)
     return Forest(
         nodes=nodes.astype(np.int32),
-        thresholds=thresholds if branches else np.zeros(1, np.float32),
+        thresholds=thresholds if branches else np.zeros(1, dtype),
         member_bounds=bounds.astype(np.int32),
-        members=np.array(members or [0], np.float32),
+        members=np.array(members or [0], dtype),
         roots=roots.astype(np.int32),
         leaf_targets=np.array(leaf_targets if leaves else [-1], np.int32),
-        leaf_weights=np.array(weights if leaves else [0], np.float32),
+        leaf_weights=np.array(weights if leaves else [0], dtype),
         targets=targets,
         depth=_depth(roots, nodes, branches),
         width=int(features.max(initial=-1)) + 1,
@@ -167,16 +169,20 @@ def _check(node: Node, opset: int) -> str | None:
     return None
 
 
-@GPU_KERNELS.register("TreeEnsemble", domain=ML, since=5, check=_check, dtypes=(np.float32, np.float16))
+@GPU_KERNELS.register(
+    "TreeEnsemble", domain=ML, since=5, check=_check, dtypes=(np.float32, np.float16, np.float64)
+)
 def tree_ensemble(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
-    """``(N, n_targets)`` scores of the rows of ``x`` (a vector is one row), in ``x``'s type."""
-    forest = forest_of(ctx.attrs)
+    """``(N, n_targets)`` scores of the rows of ``x`` (a vector is one row), in ``x``'s type,
+    computed in float32 (float64 for float64 rows)."""
+    work = np.dtype(x.elem.numpy)
+    forest = forest_of(ctx.attrs, work)
     rows = x.view((1, x.size) if len(x.shape) < 2 else (x.shape[0], math.prod(x.shape[1:])))
     count, features = rows.shape
     if features < forest.width:
         raise InvalidArgumentError(f"the trees test {forest.width} features, the input has {features}")
     trees, upload = len(forest.roots), ctx.backend.from_numpy
-    scores = ctx.backend.empty((count, forest.targets), np.dtype(np.float32))
+    scores = ctx.backend.empty((count, forest.targets), work)
     if scores.size:
         nans = run_chain(ctx, (step("IsNaN", [0], "int32"),), [rows], "is_nan")
         leaves = ctx.backend.empty((count, trees), np.dtype(np.int32))
@@ -184,8 +190,8 @@ def tree_ensemble(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
         layout += [forest.thresholds, forest.member_bounds, forest.members]
         buffers = [rows, nans, *map(upload, layout), leaves]
         scalars = {"features": features, "trees": trees, "branches": len(forest.nodes), "depth": forest.depth}
-        ctx.backend.launch_flat(forest_leaves.specialize(), buffers, leaves.size, **scalars)
-        k = forest_scores.specialize(AGGREGATE=int(ctx.attrs.get("aggregate_function", SUM)))
+        ctx.backend.launch_flat(forest_leaves.specialize(T=x.elem), buffers, leaves.size, **scalars)
+        k = forest_scores.specialize(T=x.elem, AGGREGATE=int(ctx.attrs.get("aggregate_function", SUM)))
         buffers = [leaves, upload(forest.leaf_targets), upload(forest.leaf_weights), scores]
         ctx.backend.launch_flat(k, buffers, scores.size, targets=forest.targets, trees=trees)
         scores = _transformed(ctx, scores, int(ctx.attrs.get("post_transform", NONE)))
@@ -199,8 +205,8 @@ def _transformed(ctx: KernelContext, scores: DeviceArray, transform: int) -> Dev
     if transform == NONE or scores.shape[1] == 1:
         return scores
     if transform == LOGISTIC:
-        return run_chain(ctx, (step("Sigmoid", [0], "float32"),), [scores], "logistic")
+        return run_chain(ctx, (step("Sigmoid", [0], scores.dtype.name),), [scores], "logistic")
     out = ctx.backend.empty(scores.shape, scores.dtype)
-    k = softmax_rows.specialize(T=f32)
+    k = softmax_rows.specialize(T=scores.elem)
     ctx.backend.launch_flat(k, [scores, out], scores.shape[0], D=scores.shape[1], inner=1)
     return out

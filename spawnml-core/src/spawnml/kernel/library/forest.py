@@ -6,26 +6,27 @@ branches``). Branch ``b`` sends a row to ``true_next[b]`` when its feature ``fea
 passes the test ``mode[b]`` (0 ``<=``, 1 ``<``, 2 ``>=``, 3 ``>``, 4 ``==``, 5 ``!=`` the
 threshold, 6 one of the branch's members), else to
 ``false_next[b]``; a NaN feature goes where ``nan_true[b]`` says (``nans`` flags them: WGSL lets
-compilers assume comparisons see no NaN). Launch ``n`` threads over a 2-D grid of ``width``
+compilers assume comparisons see no NaN). Rows, thresholds, members and weights are of type ``T``.
+Launch ``n`` threads over a 2-D grid of ``width``
 threads per grid row.
 """
 
 from __future__ import annotations
 
 from ..frontend import kernel
-from ..ir import f32, i32, u32
+from ..ir import Scalar, i32, u32
 from ..lang import Buffer, Const, ReadBuffer, global_id
 
 
 @kernel(workgroup=(64,))
 def forest_leaves(
-    x: ReadBuffer[f32],
+    x: ReadBuffer[T],  # noqa: F821
     nans: ReadBuffer[i32],
     roots: ReadBuffer[i32],
     nodes: ReadBuffer[i32],
-    thresholds: ReadBuffer[f32],
+    thresholds: ReadBuffer[T],  # noqa: F821
     member_bounds: ReadBuffer[i32],
-    members: ReadBuffer[f32],
+    members: ReadBuffer[T],  # noqa: F821
     leaves: Buffer[i32],
     n: u32,
     width: u32,
@@ -33,6 +34,7 @@ def forest_leaves(
     trees: u32,
     branches: i32,
     depth: u32,
+    T: Const[Scalar],
 ):
     """``leaves[row, tree]``: the leaf row ``row`` of ``x`` (``features`` wide) reaches in ``tree``,
     after at most ``depth`` branches. ``nodes`` holds five ints per branch: feature, mode, true
@@ -78,12 +80,13 @@ def forest_leaves(
 def forest_scores(
     leaves: ReadBuffer[i32],
     leaf_targets: ReadBuffer[i32],
-    leaf_weights: ReadBuffer[f32],
-    scores: Buffer[f32],
+    leaf_weights: ReadBuffer[T],  # noqa: F821
+    scores: Buffer[T],  # noqa: F821
     n: u32,
     width: u32,
     targets: u32,
     trees: u32,
+    T: Const[Scalar],
     AGGREGATE: Const[int],
 ):
     """``scores[row, kind]``: the weights of the leaves of target ``kind`` the row reached, combined
@@ -92,7 +95,7 @@ def forest_scores(
     if i < n:
         row = i // targets
         kind = i32(i % targets)
-        total = 0.0
+        total = T(0)
         hit = False
         for t in range(trees):
             leaf = leaves[row * trees + t]
@@ -106,5 +109,5 @@ def forest_scores(
                     total += weight
                 hit = True
         if AGGREGATE == 0:
-            total = total / f32(max(trees, u32(1)))
-        scores[i] = total if hit else 0.0
+            total = total / T(max(trees, u32(1)))
+        scores[i] = total if hit else T(0)
