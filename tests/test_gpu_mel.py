@@ -1,7 +1,7 @@
 """MelWeightMatrix on every GPU backend against onnxruntime: filter banks of several sizes, sample
-rates and frequency ranges, float32 and integer outputs. The weights are ratios of small integers
-computed in float32 (a correctly rounded division, as the float64 reference's rounding to float32
-is), so they must be equal exactly.
+rates and frequency ranges, float32, float64 and integer outputs. The weights are ratios of small
+integers computed in the output's float type (float32 for integers: a correctly rounded division,
+as the float64 reference's rounding to float32 is), so they must be equal exactly.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ CASES = [
     (40, 512, 16000, 20.0, 7600.0, TensorProto.FLOAT),
     (80, 400, 16000, 0.0, 8000.0, TensorProto.FLOAT),
     (13, 255, 22050, 300.0, 10000.0, TensorProto.INT32),
+    (30, 300, 16000, 60.0, 7000.0, TensorProto.DOUBLE),
 ]
 
 
 @pytest.mark.parametrize(
-    ("bins", "length", "rate", "low", "high", "dtype"), CASES, ids=[str(i) for i in range(4)]
+    ("bins", "length", "rate", "low", "high", "dtype"), CASES, ids=[str(i) for i in range(len(CASES))]
 )
 def test_mel_weight_matrix(
     provider: str, bins: int, length: int, rate: int, low: float, high: float, dtype: int

@@ -1,8 +1,8 @@
 """Binarizer and ArrayFeatureExtractor (ai.onnx.ml) on every GPU backend against onnxruntime.
 
 Each case is a one-node ONNX model run whole on the GPU provider (its placement is checked) and
-on onnxruntime's CPU provider (integer Binarizer, which onnxruntime lacks, on ONNX's reference
-evaluator); outputs must be equal exactly (comparisons and copies).
+on onnxruntime's CPU provider (int64 and float64 Binarizer, which onnxruntime lacks, on ONNX's
+reference evaluator); outputs must be equal exactly (comparisons and copies).
 """
 
 from __future__ import annotations
@@ -56,14 +56,17 @@ def test_binarizer(provider: str, threshold: float) -> None:
     compare(provider, ml_model("Binarizer", x, threshold=threshold), x)
 
 
-@pytest.mark.parametrize("threshold", [2.5, -3.0, 1e10])
-def test_binarizer_integers(provider: str, threshold: float) -> None:
-    """onnxruntime's Binarizer takes floats only: int64 is checked against ONNX's reference."""
-    x = rng.integers(-6, 7, (3, 20)).astype(np.int64)
+@pytest.mark.parametrize(
+    ("dtype", "threshold"), [(np.int64, 2.5), (np.int64, -3.0), (np.int64, 1e10), (np.float64, 0.1)]
+)
+def test_binarizer_int64_and_float64(provider: str, dtype: type, threshold: float) -> None:
+    """onnxruntime's Binarizer takes float32 only: int64 and float64 are checked against ONNX's
+    reference."""
+    x = (rng.integers(-6, 7, (3, 20)) / (10 if dtype == np.float64 else 1)).astype(dtype)
     onnx_model = ml_model("Binarizer", x, threshold=threshold)
     (got,) = spawnml.InferenceSession(onnx_model, providers=[provider]).run(None, {"x": x})
     (want,) = ReferenceEvaluator(onnx.load_from_string(onnx_model)).run(None, {"x": x})
-    assert got.dtype == want.dtype == np.int64
+    assert got.dtype == want.dtype == dtype
     np.testing.assert_array_equal(got, want)
 
 
@@ -73,8 +76,9 @@ def test_binarizer_integers(provider: str, threshold: float) -> None:
         (rng.standard_normal((3, 4, 10)).astype(np.float32), np.array([9, 0, 4, 4], np.int64)),
         (rng.integers(-50, 50, (5, 7)).astype(np.int64), np.array([[6], [2]], np.int64)),
         (rng.standard_normal(8).astype(np.float32), np.array([1, 7], np.int64)),
+        (rng.standard_normal((4, 6)), np.array([5, 1], np.int64)),
     ],
-    ids=["float32-3d", "int64-2d", "vector"],
+    ids=["float32-3d", "int64-2d", "vector", "float64"],
 )
 def test_array_feature_extractor(provider: str, x: np.ndarray, indices: np.ndarray) -> None:
     compare(provider, ml_model("ArrayFeatureExtractor", x, {"indices": indices}), x)

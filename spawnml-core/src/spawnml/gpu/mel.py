@@ -12,6 +12,7 @@ import numpy as np
 from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
+from ..kernel.ir import f32, f64
 from ..kernel.library.mel import mel_weights
 from .array import DeviceArray
 from .signal import _numeric_output, _scalar
@@ -52,6 +53,6 @@ def mel_weight_matrix(
     if np.abs(edges).max() > np.iinfo(np.int32).max:
         raise InvalidArgumentError(f"MelWeightMatrix edges up to {high} Hz overflow int32 bins")
     out = ctx.backend.empty((length // 2 + 1, bins), from_onnx(int(ctx.attrs.get("output_datatype", 1))))
-    k = mel_weights.specialize(T=out.elem)
+    k = mel_weights.specialize(T=out.elem, W=f64 if out.elem == f64 else f32)
     ctx.backend.launch_flat(k, [ctx.backend.from_numpy(edges.astype(np.int32)), out], out.size, bins=bins)
     return out

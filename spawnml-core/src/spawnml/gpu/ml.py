@@ -22,13 +22,13 @@ from .table import GPU_KERNELS, _host, take
 _I32 = np.iinfo(np.int32)
 
 
-@GPU_KERNELS.register("Binarizer", domain=ML, dtypes=(np.float32, np.int32, np.int64))
+@GPU_KERNELS.register("Binarizer", domain=ML, dtypes=(np.float32, np.float64, np.int32, np.int64))
 def binarizer(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     """1 where ``x > threshold``, else 0, in ``x``'s type. Floats compare with the threshold in
-    float32; integers with its floor, which decides ``x > threshold`` for them exactly."""
+    their own type; integers with its floor, which decides ``x > threshold`` for them exactly."""
     threshold = float(ctx.attrs.get("threshold", 0.0))
     if x.dtype.kind == "f":
-        bound = np.array(threshold, np.float32)
+        bound = np.array(threshold, x.elem.numpy)
     else:
         floor = math.floor(threshold) if math.isfinite(threshold) else _I32.min if threshold < 0 else _I32.max
         bound = np.array(min(max(floor, _I32.min), _I32.max), np.int32)
@@ -36,7 +36,7 @@ def binarizer(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return run_chain(ctx, steps, [x, ctx.backend.from_numpy(bound)], "binarizer")
 
 
-@GPU_KERNELS.register("ArrayFeatureExtractor", domain=ML, dtypes=(np.float32, np.int32, np.int64))
+@GPU_KERNELS.register("ArrayFeatureExtractor", domain=ML, dtypes=(np.float32, np.float64, np.int32, np.int64))
 def array_feature_extractor(ctx: KernelContext, x: DeviceArray, indices: DeviceArray) -> DeviceArray:
     """The entries of ``x``'s last axis at ``indices`` (flattened); a vector gives one row."""
     chosen = _host(ctx, indices).reshape(-1)

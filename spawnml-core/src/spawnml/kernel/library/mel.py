@@ -8,7 +8,7 @@ Launch ``n`` threads over a 2-D grid of ``width`` threads per grid row.
 from __future__ import annotations
 
 from ..frontend import kernel
-from ..ir import Scalar, f32, i32, u32
+from ..ir import Scalar, i32, u32
 from ..lang import Buffer, Const, ReadBuffer, global_id
 
 
@@ -20,8 +20,10 @@ def mel_weights(
     width: u32,
     bins: u32,
     T: Const[Scalar],
+    W: Const[Scalar],
 ):
-    """``out`` is ``(rows, bins)``: each filter's weight of each spectrogram row, in ``T``."""
+    """``out`` is ``(rows, bins)``: each filter's weight of each spectrogram row, computed in the
+    float type ``W`` and stored as ``T``."""
     i = global_id(1) * width + global_id(0)
     if i < n:
         m = i % bins
@@ -29,11 +31,11 @@ def mel_weights(
         left = edges[m]
         center = edges[m + u32(1)]
         right = edges[m + u32(2)]
-        weight = 0.0
+        weight = W(0)
         if row == center:
-            weight = 1.0
+            weight = W(1)
         elif left <= row and row < center:
-            weight = f32(row - left) / f32(max(center - left, 1))
+            weight = W(row - left) / W(max(center - left, 1))
         elif center < row and row < right:
-            weight = f32(right - row) / f32(max(right - center, 1))
+            weight = W(right - row) / W(max(right - center, 1))
         out[i] = T(weight)
