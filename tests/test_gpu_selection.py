@@ -65,8 +65,9 @@ def compare(provider: str, onnx_model: bytes, feeds: dict) -> None:
         np.where(rng.random((600,)) < 0.1, rng.standard_normal(600), 0).astype(np.float32),
         np.zeros((4, 5), np.float32),
         np.array(2.5, np.float32),
+        np.where(rng.random((7, 100)) < 0.2, rng.standard_normal((7, 100)), 0),
     ],
-    ids=["int32-3d", "float32-sparse", "all-zero", "scalar"],
+    ids=["int32-3d", "float32-sparse", "all-zero", "scalar", "float64"],
 )
 def test_nonzero(provider: str, x: np.ndarray) -> None:
     compare(provider, model("NonZero", {"x": x}, ["y"]), {"x": x})
@@ -100,11 +101,12 @@ def test_unique(provider: str, x: np.ndarray, attrs: dict) -> None:
     compare(provider, model("Unique", {"x": x}, ["y", "indices", "inverse", "counts"], **attrs), {"x": x})
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ordered", [1, 0])
-def test_unique_nan(provider: str, ordered: int) -> None:
+def test_unique_nan(provider: str, ordered: int, dtype: type) -> None:
     """NaNs are one value, sorted last, as in ONNX's reference (numpy's unique); onnxruntime's
     Unique keeps each NaN apart."""
-    x = np.array([2.0, np.nan, -1.0, 2.0, np.inf, np.nan, -np.inf, -1.0, 0.0, np.nan], np.float32)
+    x = np.array([2.0, np.nan, -1.0, 2.0, np.inf, np.nan, -np.inf, -1.0, 0.1, np.nan], dtype)
     onnx_model = model("Unique", {"x": x}, ["y", "indices", "inverse", "counts"], sorted=ordered)
     got = spawnml.InferenceSession(onnx_model, providers=[provider]).run(None, {"x": x})
     want = ReferenceEvaluator(onnx.load_from_string(onnx_model)).run(None, {"x": x})
