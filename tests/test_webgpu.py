@@ -221,23 +221,65 @@ def test_large_launch_spreads_over_a_2d_grid(gpu):
 
 
 def test_refuses_precisely_and_splits_with_cpu(gpu):
+    """A node the GPU has no kernel for (TfIdfVectorizer) goes to the CPU; onnxruntime is the reference."""
     from onnx import TensorProto, helper
 
+    counts = helper.make_node(
+        "TfIdfVectorizer",
+        ["r"],
+        ["y"],
+        mode="TF",
+        min_gram_length=1,
+        max_gram_length=1,
+        max_skip_count=0,
+        ngram_counts=[0],
+        ngram_indexes=[0, 1],
+        pool_int64s=[-2, -3],
+    )
     graph = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
+        [helper.make_node("Neg", ["x"], ["r"]), counts],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.INT64, [1, None])],
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     name = gpu.name
-    with pytest.raises(spawnml.UnsupportedOperatorError, match=rf"NonZero.*{name}: no {name} kernel"):
+    with pytest.raises(spawnml.UnsupportedOperatorError, match=rf"TfIdfVectorizer.*{name}: no {name} kernel"):
         spawnml.InferenceSession(model, providers=[name])
     session = spawnml.InferenceSession(model, providers=[name, "cpu"])
     assert [p for _, _, p in session.placement()] == [name, "cpu"]
     assert [(t.value, t.source, t.target) for t in session.transfers()] == [("r", name, "cpu")]
-    x = np.array([-1, 0, 2], np.float32)
-    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.array(np.nonzero(-x)))
+    x = np.array([2, 3, 3, 5, 2, 3], np.int64)
+    reference = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], reference.run(None, {"x": x})[0])
+
+
+def test_a_feed_only_the_cpu_reads_is_placed_there(gpu):
+    """Host feeds go to the provider of their first reader: a string input never visits the GPU."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("StringConcat", ["s", "s"], ["t"]),
+            helper.make_node("Neg", ["x"], ["y"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("s", TensorProto.STRING, [2]),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("t", TensorProto.STRING, [2]),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]).SerializeToString()
+    session = spawnml.InferenceSession(model, providers=[gpu.name, "cpu"])
+    assert session.transfers() == []
+    feeds = {"s": np.array(["a", "b"], object), "x": np.array([1, -2], np.float32)}
+    reference = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for got, want in zip(session.run(None, feeds), reference.run(None, feeds), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.real_model

@@ -77,6 +77,8 @@ class Plan:
     transfers: list[Transfer]
     constants: dict[tuple[str, str], Any]  # (value name, backend name) -> device buffer
     host: Backend  # where values not read by any node (e.g. initializer outputs) are placed
+    #: Where each graph input is placed when fed from the host: the provider of its first reader.
+    feed_homes: dict[str, Backend] = field(default_factory=dict)
 
     def placement(self) -> list[tuple[str, str, str]]:
         """``(node label, op_type, provider)`` for every node, in execution order."""
@@ -244,7 +246,8 @@ def _plan_graph(
     _mark_releases(graph, steps)
     constants = _constants(graph, steps)
     _prepare_calls(graph, steps, constants)
-    return Plan(graph, steps, _transfers(graph, steps, providers[0]), constants, providers[0])
+    homes = _feed_homes(graph, steps, providers[0])
+    return Plan(graph, steps, _transfers(graph, steps, homes), constants, providers[0], homes)
 
 
 def _known_types(graph: Graph, operators: OperatorRegistry) -> Mapping[str, TensorType]:
@@ -319,10 +322,20 @@ def _reads(node: Node) -> set[str]:
     return names
 
 
-def _transfers(graph: Graph, steps: list[Step], feed_backend: Backend) -> list[Transfer]:
-    """Values read on another provider than the one holding them (feeds start on the first)."""
+def _feed_homes(graph: Graph, steps: list[Step], first: Backend) -> dict[str, Backend]:
+    """Each graph input's provider: that of the first step reading it (``first`` if none does), so
+    a feed only one provider holds (strings, on the CPU) or reads goes straight there."""
+    homes = {}
+    for value in graph.inputs:
+        readers = (step.backend for step in steps if value.name in _reads(step.node))
+        homes[value.name] = next(readers, first)
+    return homes
+
+
+def _transfers(graph: Graph, steps: list[Step], homes: Mapping[str, Backend]) -> list[Transfer]:
+    """Values read on another provider than the one holding them (feeds start at their home)."""
     producer = {
-        value.name: feed_backend.name for value in graph.inputs if value.name not in graph.initializers
+        value.name: homes[value.name].name for value in graph.inputs if value.name not in graph.initializers
     }
     producer.update({name: step.backend.name for step in steps for name in step.node.outputs})
     found = []

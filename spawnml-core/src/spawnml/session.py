@@ -179,30 +179,27 @@ class InferenceSession:
         if absent:
             raise InvalidFeedError(f"missing input(s) {absent}; the model requires {required}")
         symbols: dict[str, tuple[int, str]] = {}
-        return {name: self._placed(self._feedable[name], feed, symbols) for name, feed in feeds.items()}
+        homes = self._open_plan().feed_homes
+        return {
+            name: self._placed(self._feedable[name], feed, symbols, homes.get(name, self._providers[0]))
+            for name, feed in feeds.items()
+        }
 
-    def _placed(self, expected: Value, feed: Any, symbols: dict[str, tuple[int, str]]) -> Placed:
-        """One feed on its backend, checked against the value the model declares."""
+    def _placed(
+        self, expected: Value, feed: Any, symbols: dict[str, tuple[int, str]], home: Backend
+    ) -> Placed:
+        """One feed on its backend (``home`` for host data), checked against the value the model declares."""
         if expected.kind == OPTIONAL and feed is None:
-            return EMPTY_OPTIONAL, self._providers[0]
+            return EMPTY_OPTIONAL, home
         if expected.kind == OPTIONAL:
-            return self._placed(_content(expected), feed, symbols)
+            return self._placed(_content(expected), feed, symbols, home)
         if expected.kind == SEQUENCE:
-            return self._placed_sequence(expected, feed)
-        buffer, backend = self._placed_tensor(expected.name, feed)
+            return self._placed_sequence(expected, feed, home)
+        buffer, backend = _placed_tensor(expected.name, feed, home)
         _check_feed(expected, backend.dtype_of(buffer), backend.shape_of(buffer), symbols)
         return buffer, backend
 
-    def _placed_tensor(self, name: str, feed: Any) -> Placed:
-        if isinstance(feed, Tensor):
-            return feed.buffer, feed.backend
-        first = self._providers[0]
-        try:
-            return first.from_numpy(_as_array(name, feed)), first
-        except DeviceError as error:
-            raise error.at(f"input {name!r} on {first.name!r}") from error.__cause__
-
-    def _placed_sequence(self, expected: Value, feed: Any) -> Placed:
+    def _placed_sequence(self, expected: Value, feed: Any, home: Backend) -> Placed:
         """A list of tensors as a sequence; each is checked like a tensor input of its own."""
         name = expected.name
         if not isinstance(feed, list | tuple):
@@ -210,16 +207,26 @@ class InferenceSession:
                 f"input {name!r} is a sequence: feed a list of arrays, not {type(feed).__name__}"
             )
         element = _content(expected)
-        items = [self._placed_tensor(f"{name}[{i}]", item) for i, item in enumerate(feed)]
+        items = [_placed_tensor(f"{name}[{i}]", item, home) for i, item in enumerate(feed)]
         backends = {backend.name for _, backend in items}
         if len(backends) > 1:
             raise InvalidFeedError(f"input {name!r}: the tensors of a sequence lie on {sorted(backends)}")
-        backend = items[0][1] if items else self._providers[0]
+        backend = items[0][1] if items else home
         dtype = element.dtype if element.dtype is not None or not items else backend.dtype_of(items[0][0])
         for i, (buffer, _) in enumerate(items):
             item = replace(element, name=f"{name}[{i}]", dtype=dtype)
             _check_feed(item, backend.dtype_of(buffer), backend.shape_of(buffer), {})
         return TensorSequence(tuple(buffer for buffer, _ in items), dtype), backend
+
+
+def _placed_tensor(name: str, feed: Any, home: Backend) -> Placed:
+    """A tensor feed where it lies, host data uploaded to ``home``."""
+    if isinstance(feed, Tensor):
+        return feed.buffer, feed.backend
+    try:
+        return home.from_numpy(_as_array(name, feed)), home
+    except DeviceError as error:
+        raise error.at(f"input {name!r} on {home.name!r}") from error.__cause__
 
 
 def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:

@@ -34,13 +34,13 @@ from .narrow import NARROWED, narrowed
 
 GPU_KERNELS = KernelTable()
 
-#: What the float-only kernels take (the 16-bit floats held as float32); declared so that other
-#: types are refused at load.
+#: What the float-only kernels computing in float32 take (the 16-bit floats held as float32);
+#: declared so that other types are refused at load.
 FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
-Array = DeviceArray
 #: What the float-only kernels computing in the tensor's own type take: float64 as well, where the
 #: device holds it.
 ALL_FLOATS = (*FLOATS, np.float64)
+Array = DeviceArray
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
