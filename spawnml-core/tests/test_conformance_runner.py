@@ -181,6 +181,12 @@ def test_outcomes_of_one_case(tiny):
     assert unreadable.status is Status.ERROR and unreadable.message.startswith("unreadable model: ")
 
 
+def test_a_fallback_provider_runs_what_the_backend_refuses(tiny):
+    plus = case("plus", binary_model("Plus", MOCK_DOMAIN), lambda: [[A + A]])
+    assert run_case(plus, SpawnMLTarget("tiny")).status is Status.REFUSED
+    assert run_case(plus, SpawnMLTarget("tiny", "mock")).status is Status.PASS
+
+
 def test_missing_model_files_are_skipped(tiny):
     def missing() -> Path:
         raise MissingModelError("model x.onnx is not here")

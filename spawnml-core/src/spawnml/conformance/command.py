@@ -40,6 +40,11 @@ def configure_conformance(parser: argparse.ArgumentParser) -> None:
         help="folder for the JSON and Markdown reports (default: ./conformance-report)",
     )
     parser.add_argument(
+        "--fallback",
+        metavar="NAME",
+        help="a second provider for the nodes the backend refuses (e.g. cpu): checks mixed placement",
+    )
+    parser.add_argument(
         "--compare-onnxruntime",
         action="store_true",
         help="also run the cases on onnxruntime and count how many it passes",
@@ -56,7 +61,7 @@ def run_conformance(args: argparse.Namespace) -> int:
     from .report import Report
     from .suite import load_cases, run_suite
 
-    (backend,) = resolve_providers([args.backend])
+    backend, *fallback = resolve_providers([args.backend, *([args.fallback] if args.fallback else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy's warnings from kernels and case data; outcomes tell
         cases = load_cases(args.kind or KINDS, args.match)
@@ -67,10 +72,10 @@ def run_conformance(args: argparse.Namespace) -> int:
             ExpectedFailures.of_backend(backend),
             args.compare_onnxruntime,
             Progress(len(cases)),
+            fallback[0].name if fallback else None,
         )
-    report = Report(
-        backend.name, backend.device_name(), results, args.compare_onnxruntime, versions(backend.name)
-    )
+    name = "+".join(b.name for b in (backend, *fallback))
+    report = Report(name, backend.device_name(), results, args.compare_onnxruntime, versions(backend.name))
     print(report.to_text())
     for path in report.write(args.out):
         print(f"wrote {path}", file=sys.stderr)

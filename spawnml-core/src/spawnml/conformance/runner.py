@@ -65,16 +65,17 @@ class Target(Protocol):
 
 
 class SpawnMLTarget:
-    """A SpawnML session on one backend, with no fallback provider."""
+    """A SpawnML session on one backend, with a fallback provider for what it refuses if given."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, fallback: str | None = None) -> None:
         self.name = backend
+        self.providers = [backend] if fallback is None else [backend, fallback]
 
     def open(self, model: ModelSource) -> Session:
         from ..session import InferenceSession
 
         try:
-            return InferenceSession(model, providers=[self.name])
+            return InferenceSession(model, providers=self.providers)
         except UnsupportedOperatorError as error:
             named = tuple(operator_label(op.domain, op.op_type) for op in error.operators)
             raise Refusal(str(error), named) from error

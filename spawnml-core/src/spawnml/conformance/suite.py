@@ -50,9 +50,11 @@ def run_suite(
     expected: ExpectedFailures,
     compare_onnxruntime: bool = False,
     progress: Callable[[int, Result], None] | None = None,
+    fallback: str | None = None,
 ) -> list[Result]:
-    """Run every case on ``backend`` (and on onnxruntime when asked); ``progress`` hears each."""
-    target = SpawnMLTarget(backend)
+    """Run every case on ``backend``, with ``fallback`` for the nodes it refuses if given (and on
+    onnxruntime when asked); ``progress`` hears each."""
+    target = SpawnMLTarget(backend, fallback)
     results = []
     for index, case in enumerate(cases):
         outcome = run_case(case, target)
