@@ -31,6 +31,26 @@ CASES = {
         (4, 1, 3, 3),
         {"group": 4, "strides": [3, 3], "pads": [1, 1, 1, 1]},
     ),
+    "depthwise-3x3-pads-past-the-kernel": (
+        (1, 5, 9, 8),
+        (5, 1, 3, 3),
+        {"group": 5, "pads": [4, 0, 2, 5]},
+    ),
+    "depthwise-3x3-strides-2-1": (
+        (1, 6, 15, 14),
+        (6, 1, 3, 3),
+        {"group": 6, "strides": [2, 1], "pads": [1, 1, 1, 1]},
+    ),
+    "depthwise-3x3-strides-1-2-odd": (
+        (1, 6, 13, 15),
+        (6, 1, 3, 3),
+        {"group": 6, "strides": [1, 2], "pads": [0, 1, 0, 1]},
+    ),
+    "depthwise-3x3-dilated": (
+        (1, 4, 12, 12),
+        (4, 1, 3, 3),
+        {"group": 4, "dilations": [2, 2], "pads": [2, 2, 2, 2]},
+    ),
     "dense-3x3-tiled": ((1, 96, 20, 64), (24, 96, 3, 3), {"pads": [1, 1, 1, 1]}),
     "dense-grouped-strided-dilated": (
         (2, 12, 23, 19),
@@ -115,7 +135,13 @@ def _torch_conv(feeds: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "name",
-    ["depthwise-stride2-asymmetric-multiplier", "dense-grouped-strided-dilated", "1d", "1d-grouped-dilated"],
+    [
+        "depthwise-3x3",
+        "depthwise-stride2-asymmetric-multiplier",
+        "dense-grouped-strided-dilated",
+        "1d",
+        "1d-grouped-dilated",
+    ],
 )
 def test_float64_conv_matches_pytorch(name):
     """onnxruntime has no float64 Conv on the CPU; PyTorch's is the reference."""
@@ -132,7 +158,15 @@ def test_float64_conv_matches_pytorch(name):
     [("Relu", []), ("Clip", [0.0, 6.0]), ("Clip", [-0.5, 0.25]), ("LeakyRelu", [0.2])],
 )
 @pytest.mark.parametrize(
-    "name", ["depthwise-3x3", "dense-3x3-tiled", "pointwise-grouped", "1d", "1d-long-tiled"]
+    "name",
+    [
+        "depthwise-3x3",
+        "depthwise-stride2-asymmetric-multiplier",
+        "dense-3x3-tiled",
+        "pointwise-grouped",
+        "1d",
+        "1d-long-tiled",
+    ],
 )
 def test_fused_conv_matches_onnxruntime(name, activation, params):
     """FusedConv applies Relu and Clip as the convolution writes its output; others after it."""

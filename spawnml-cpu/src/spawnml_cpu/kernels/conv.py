@@ -182,27 +182,34 @@ def _depthwise_parts(
     y: np.ndarray,
     work: int,
 ) -> list[Callable[[], None]]:
-    """The depthwise loop over ranges of input channels of each image (with their output channels)."""
+    """The depthwise loop (3x3 kernels without dilation have their own) over ranges of input channels
+    of each image (with their output channels)."""
     from . import loops
 
     batch, channels = x.shape[:2]
     multiplier = y.shape[1] // channels
+    if windows.kernel == (3, 3) and windows.dilations == (1, 1):
+        loop = partial(loops.depthwise_conv3x3, strides=windows.strides, begins=windows.begins)
+    else:
+        loop = partial(
+            loops.depthwise_conv2d,
+            strides=windows.strides,
+            dilations=windows.dilations,
+            begins=windows.begins,
+        )
     parts = []
     for n in range(batch):
         for span in spans(channels, part_count(work // batch, limit=channels)):
             outs = slice(span.start * multiplier, span.stop * multiplier)
             parts.append(
                 partial(
-                    loops.depthwise_conv2d,
+                    loop,
                     x[n : n + 1, span],
                     weights[outs],
                     shift[outs],
-                    windows.strides,
-                    windows.dilations,
-                    windows.begins,
-                    low,
-                    high,
-                    y[n : n + 1, outs],
+                    low=low,
+                    high=high,
+                    out=y[n : n + 1, outs],
                 )
             )
     return parts

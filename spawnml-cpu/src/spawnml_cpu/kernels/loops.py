@@ -127,6 +127,69 @@ def depthwise_conv2d(
                         target[ox] = _clamp(sums[ox], low, high)
 
 
+@numba.njit(inline="always")
+def _plane3x3(
+    padded: np.ndarray,
+    w: np.ndarray,
+    shift: float,
+    low: float,
+    high: float,
+    stride_h: int,
+    stride_w: int,
+    target: np.ndarray,
+) -> None:
+    """One output plane of a 3x3 depthwise convolution from its zero-padded input plane."""
+    w00, w01, w02 = w[0, 0], w[0, 1], w[0, 2]
+    w10, w11, w12 = w[1, 0], w[1, 1], w[1, 2]
+    w20, w21, w22 = w[2, 0], w[2, 1], w[2, 2]
+    rows, columns = target.shape
+    for oy in range(rows):
+        y = oy * stride_h
+        for ox in range(columns):
+            k = ox * stride_w
+            total = shift + w00 * padded[y, k] + w01 * padded[y, k + 1] + w02 * padded[y, k + 2]
+            total += w10 * padded[y + 1, k] + w11 * padded[y + 1, k + 1] + w12 * padded[y + 1, k + 2]
+            total += w20 * padded[y + 2, k] + w21 * padded[y + 2, k + 1] + w22 * padded[y + 2, k + 2]
+            target[oy, ox] = _clamp(total, low, high)
+
+
+@numba.njit(**_JIT)
+def depthwise_conv3x3(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray,
+    strides: tuple[int, int],
+    begins: tuple[int, int],
+    low: float,
+    high: float,
+    out: np.ndarray,
+) -> None:
+    """:func:`depthwise_conv2d` for 3x3 kernels without dilation: each input plane copied once into
+    a zero-padded scratch plane, then every output pixel summed over its nine taps (the weights
+    held in registers), biased and clamped in one pass over the output."""
+    batch, channels, height, width = x.shape
+    outputs = w.shape[0]
+    multiplier = outputs // channels
+    stride_h, stride_w = strides
+    top, left = begins
+    rows, columns = out.shape[2], out.shape[3]
+    padded = np.zeros(((rows - 1) * stride_h + 3, (columns - 1) * stride_w + 3), dtype=x.dtype)
+    covered_rows = max(0, min(height, padded.shape[0] - top))
+    covered_columns = max(0, min(width, padded.shape[1] - left))
+    for n in range(batch):
+        for c in range(channels):
+            for y in range(covered_rows):
+                for k in range(covered_columns):
+                    padded[top + y, left + k] = x[n, c, y, k]
+            for m in range(c * multiplier, (c + 1) * multiplier):
+                if stride_h == stride_w == 1:  # the common strides as constants, so that the loop vectorizes
+                    _plane3x3(padded, w[m], bias[m], low, high, 1, 1, out[n, m])
+                elif stride_h == stride_w == 2:
+                    _plane3x3(padded, w[m], bias[m], low, high, 2, 2, out[n, m])
+                else:
+                    _plane3x3(padded, w[m], bias[m], low, high, stride_h, stride_w, out[n, m])
+
+
 @numba.njit(**_JIT)
 def phases2d(
     x: np.ndarray,
