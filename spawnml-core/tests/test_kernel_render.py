@@ -171,6 +171,7 @@ KERNELS = {
     "unique_first": selection.unique_first.specialize(T=f32, NANS=True),
     "unique_place": selection.unique_place.specialize(T=i32, SORTED=True, NANS=False),
     "box_corners": selection.box_corners.specialize(CENTER=True),
+    "score_order": selection.score_order.specialize(),
     "nms_select": selection.nms_select.specialize(FLOOR=True),
     "nms_triples": selection.nms_triples.specialize(),
     "roi_align": regions.roi_align.specialize(T=f32, MAX=True, HALF_PIXEL=False),

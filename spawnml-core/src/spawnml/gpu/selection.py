@@ -7,8 +7,8 @@ frameworks. Everything else stays on the device.
 
 Unique compares slices pairwise, one thread per slice (quadratic in the number of slices):
 made for the sizes Unique sees in models (token ids, labels, small vocabularies).
-NonMaxSuppression ranks each class's scores with the TopK kernel and selects greedily, one
-thread per batch item and class.
+NonMaxSuppression ranks each class's scores, one thread per box counting those that go before it,
+and selects greedily, one thread per batch item and class.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.ir import f32
 from ..kernel.library.chain import step
 from ..kernel.library.selection import (
     box_corners,
@@ -29,10 +28,10 @@ from ..kernel.library.selection import (
     nms_triples,
     nonzero_coordinates,
     running_offsets,
+    score_order,
     unique_first,
     unique_place,
 )
-from ..kernel.library.topk import top_k
 from .array import DeviceArray
 from .fused import run_chain
 from .table import GPU_KERNELS, _axis, _host, concatenate
@@ -158,17 +157,18 @@ def non_max_suppression(
     corners = ctx.backend.empty(boxes.shape, boxes.dtype)
     center = bool(ctx.attrs.get("center_point_box", 0))
     ctx.backend.launch_flat(box_corners.specialize(CENTER=center), [boxes, corners], batches * count)
-    ranked = ctx.backend.empty(scores.shape, scores.dtype)
+    nans = run_chain(ctx, (step("IsNaN", [0], "int32"),), [scores], "is_nan")
     order = ctx.backend.empty(scores.shape, np.dtype(np.int32))
-    k = top_k.specialize(T=f32, LARGEST=True)
-    ctx.backend.launch_flat(k, [scores, ranked, order], rows, D=count, K=count, inner=1)
+    ctx.backend.launch_flat(
+        score_order.specialize(), [scores, nans, order], scores.size, boxes_per_batch=count
+    )
     floor = score_threshold is not None and score_threshold.size > 0
     thresholds = _thresholds(ctx, iou_threshold, score_threshold)
     chosen = ctx.backend.empty((rows, limit), np.dtype(np.int32))
     counts = ctx.backend.empty((rows,), np.dtype(np.int32))
     k = nms_select.specialize(FLOOR=floor)
     scalars = {"classes": scores.shape[1], "boxes_per_batch": count, "limit": limit}
-    ctx.backend.launch_flat(k, [corners, ranked, order, thresholds, chosen, counts], rows, **scalars)
+    ctx.backend.launch_flat(k, [corners, scores, nans, order, thresholds, chosen, counts], rows, **scalars)
     offsets, total = _offsets(ctx, counts)
     out = ctx.backend.empty((total, 3), INT64)
     if total:

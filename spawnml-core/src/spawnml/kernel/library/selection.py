@@ -206,9 +206,40 @@ def box_corners(boxes: ReadBuffer[f32], corners: Buffer[f32], n: u32, width: u32
 
 
 @kernel(workgroup=(64,))
+def score_order(
+    scores: ReadBuffer[f32],
+    nans: ReadBuffer[i32],
+    order: Buffer[i32],
+    n: u32,
+    width: u32,
+    boxes_per_batch: u32,
+):
+    """``order`` lists each row's boxes best score first, the lower index first on ties and NaN
+    scores last (``nans`` flags them): thread ``i`` counts the boxes of its row that go before it
+    and writes its index at that place."""
+    i = global_id(1) * width + global_id(0)
+    if i < n:
+        own = i % boxes_per_batch
+        row = i - own
+        mine = scores[i]
+        place = u32(0)
+        if nans[i] == 0:
+            for j in range(boxes_per_batch):
+                theirs = scores[row + j]
+                if nans[row + j] == 0 and (theirs > mine or (theirs == mine and j < own)):
+                    place += u32(1)
+        else:
+            for j in range(boxes_per_batch):
+                if nans[row + j] == 0 or j < own:
+                    place += u32(1)
+        order[row + place] = i32(own)
+
+
+@kernel(workgroup=(64,))
 def nms_select(
     corners: ReadBuffer[f32],
-    ranked: ReadBuffer[f32],
+    scores: ReadBuffer[f32],
+    nans: ReadBuffer[i32],
     order: ReadBuffer[i32],
     thresholds: ReadBuffer[f32],
     chosen: Buffer[i32],
@@ -220,11 +251,11 @@ def nms_select(
     limit: u32,
     FLOOR: Const[bool],
 ):
-    """Greedy suppression for row ``r`` (one batch item and class): its candidates in score order
-    (``ranked`` scores, ``order`` box indices), each kept unless it overlaps a kept box by an
-    intersection over union above ``thresholds[0]`` (or, with ``FLOOR``, scores ``thresholds[1]``
-    or less), up to ``limit``; ``chosen`` has ``limit`` slots per row, ``counts[r]`` says how many
-    were filled. Pairs without a positive intersection, area or union never overlap."""
+    """Greedy suppression for row ``r`` (one batch item and class): its candidates in the order of
+    :func:`score_order`, each kept unless it overlaps a kept box by an intersection over union above
+    ``thresholds[0]`` (or, with ``FLOOR``, scores ``thresholds[1]`` or less, or NaN), up to
+    ``limit``; ``chosen`` has ``limit`` slots per row, ``counts[r]`` says how many were filled.
+    Pairs without a positive intersection, area or union never overlap."""
     r = global_id(1) * width + global_id(0)
     if r < rows:
         batch = (r // classes) * boxes_per_batch
@@ -233,9 +264,12 @@ def nms_select(
         for t in range(boxes_per_batch):
             if taken >= limit:
                 break
-            keep = ranked[row + t] > thresholds[1] if FLOOR else True
+            box = u32(order[row + t])
+            keep = True
+            if FLOOR:
+                keep = nans[row + box] == 0 and scores[row + box] > thresholds[1]
             if keep:
-                a = (batch + u32(order[row + t])) * u32(4)
+                a = (batch + box) * u32(4)
                 area_a = (corners[a + u32(2)] - corners[a]) * (corners[a + u32(3)] - corners[a + u32(1)])
                 for s in range(taken):
                     b = (batch + u32(chosen[r * limit + s])) * u32(4)
@@ -251,7 +285,7 @@ def nms_select(
                         keep = False
                         break
                 if keep:
-                    chosen[r * limit + taken] = order[row + t]
+                    chosen[r * limit + taken] = i32(box)
                     taken += u32(1)
         counts[r] = i32(taken)
 
