@@ -14,7 +14,7 @@ import numpy as np
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.ir import Kernel, f32
+from ..kernel.ir import Kernel, Scalar
 from ..kernel.library.regions import deform_conv, roi_align
 from ..ops.shapes import as_text
 from .array import DeviceArray
@@ -32,7 +32,7 @@ def _check_roi_align(node: Node, opset: int) -> str | None:
     return None
 
 
-@GPU_KERNELS.register("RoiAlign", since=10, check=_check_roi_align, dtypes=FLOATS)
+@GPU_KERNELS.register("RoiAlign", since=10, check=_check_roi_align, dtypes=(*FLOATS, np.float64))
 def roi_align_(
     ctx: KernelContext, x: DeviceArray, rois: DeviceArray, batch_indices: DeviceArray
 ) -> DeviceArray:
@@ -49,7 +49,7 @@ def roi_align_(
     default = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
     half_pixel = as_text(attrs.get("coordinate_transformation_mode", default)) == "half_pixel"
     y = ctx.backend.empty((count, x.shape[1], height, width), x.dtype)
-    k = roi_align.specialize(T=f32, MAX=as_text(attrs.get("mode", "avg")) == "max", HALF_PIXEL=half_pixel)
+    k = roi_align.specialize(T=x.elem, MAX=as_text(attrs.get("mode", "avg")) == "max", HALF_PIXEL=half_pixel)
     scalars = {
         "C": x.shape[1],
         "H": x.shape[2],
@@ -79,12 +79,12 @@ def _check_deform_conv(node: Node, opset: int) -> str | None:
 
 
 @cache
-def _deform_kernel(constants: tuple[tuple[str, int], ...], masked: bool) -> Kernel:
+def _deform_kernel(elem: Scalar, constants: tuple[tuple[str, int], ...], masked: bool) -> Kernel:
     """The kernel for the height and width entries of a :class:`Windows`' constants."""
-    return deform_conv.specialize(T=f32, MASK=masked, **{k: v for k, v in constants if k[1] in "HW"})
+    return deform_conv.specialize(T=elem, MASK=masked, **{k: v for k, v in constants if k[1] in "HW"})
 
 
-@GPU_KERNELS.register("DeformConv", since=19, check=_check_deform_conv, dtypes=FLOATS)
+@GPU_KERNELS.register("DeformConv", since=19, check=_check_deform_conv, dtypes=(*FLOATS, np.float64))
 def deform_conv_(
     ctx: KernelContext,
     x: DeviceArray,
@@ -120,9 +120,9 @@ def deform_conv_(
     y = ctx.backend.empty((batch, out_channels, *out), x.dtype)
     masked = mask is not None
     if mask is None:
-        mask = ctx.backend.from_numpy(np.zeros(1, np.float32))  # not read
+        mask = ctx.backend.from_numpy(np.zeros(1, x.dtype))  # not read
     if bias is None:
-        bias = ctx.backend.from_numpy(np.zeros(out_channels, np.float32))
+        bias = ctx.backend.from_numpy(np.zeros(out_channels, x.dtype))
     buffers = [x, w, offset, mask, bias, y]
     scalars = {
         "C": channels,
@@ -136,5 +136,5 @@ def deform_conv_(
         "ph": windows.begins[1],
         "pw": windows.begins[2],
     }
-    ctx.backend.launch_flat(_deform_kernel(windows.constants, masked), buffers, y.size, **scalars)
+    ctx.backend.launch_flat(_deform_kernel(x.elem, windows.constants, masked), buffers, y.size, **scalars)
     return y

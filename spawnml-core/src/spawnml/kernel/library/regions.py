@@ -1,8 +1,8 @@
 """Kernels that sample images bilinearly at computed positions: RoiAlign over regions of interest
 and DeformConv, a 2-D convolution whose every tap reads at a learned offset.
 
-One thread per output element; launch ``n`` threads over a 2-D grid of ``width`` threads per
-grid row. Images are ``(N, C, H, W)``.
+One thread per output element, computing in the tensors' float type ``T``; launch ``n`` threads
+over a 2-D grid of ``width`` threads per grid row. Images are ``(N, C, H, W)``.
 """
 
 from __future__ import annotations
@@ -42,44 +42,45 @@ def roi_align(
         ph = (i // OW) % OH
         c = (i // (OW * OH)) % C
         r = i // (OW * OH * C)
-        shift = 0.5 if HALF_PIXEL else 0.0
-        x0 = rois[r * u32(4)] * spatial_scale - shift
-        y0 = rois[r * u32(4) + u32(1)] * spatial_scale - shift
-        extent_x = rois[r * u32(4) + u32(2)] * spatial_scale - shift - x0
-        extent_y = rois[r * u32(4) + u32(3)] * spatial_scale - shift - y0
+        shift = T(0.5) if HALF_PIXEL else T(0)
+        scale = T(spatial_scale)
+        x0 = rois[r * u32(4)] * scale - shift
+        y0 = rois[r * u32(4) + u32(1)] * scale - shift
+        extent_x = rois[r * u32(4) + u32(2)] * scale - shift - x0
+        extent_y = rois[r * u32(4) + u32(3)] * scale - shift - y0
         if not HALF_PIXEL:
             extent_x = max(extent_x, 1.0)
             extent_y = max(extent_y, 1.0)
-        step_y = extent_y / f32(OH)
-        step_x = extent_x / f32(OW)
+        step_y = extent_y / T(OH)
+        step_x = extent_x / T(OW)
         rows = ratio if ratio > 0 else i32(-floor(-step_y))
         columns = ratio if ratio > 0 else i32(-floor(-step_x))
         plane = (batch_indices[r] * i32(C) + i32(c)) * H * W
         total = T(0)
         seen = False
         for sy in range(rows):
-            py = y0 + step_y * (f32(ph) + (f32(sy) + 0.5) / f32(rows))
-            valid_y = py >= -1.0 and py <= f32(H)
+            py = y0 + step_y * (T(ph) + (T(sy) + 0.5) / T(rows))
+            valid_y = py >= -1.0 and py <= T(H)
             py = max(py, 0.0)
             low_y = i32(floor(py))
             high_y = low_y + 1
-            fraction_y = py - f32(low_y)
+            fraction_y = py - T(low_y)
             if low_y >= H - 1:
                 low_y = H - 1
                 high_y = H - 1
                 fraction_y = 0.0
             for sx in range(columns):
-                px = x0 + step_x * (f32(pw) + (f32(sx) + 0.5) / f32(columns))
-                valid = valid_y and px >= -1.0 and px <= f32(W)
+                px = x0 + step_x * (T(pw) + (T(sx) + 0.5) / T(columns))
+                valid = valid_y and px >= -1.0 and px <= T(W)
                 px = max(px, 0.0)
                 low_x = i32(floor(px))
                 high_x = low_x + 1
-                fraction_x = px - f32(low_x)
+                fraction_x = px - T(low_x)
                 if low_x >= W - 1:
                     low_x = W - 1
                     high_x = W - 1
                     fraction_x = 0.0
-                weight_y = 1.0 if valid else 0.0
+                weight_y = T(1) if valid else T(0)
                 top = (1.0 - fraction_y) * weight_y
                 bottom = fraction_y * weight_y
                 left = 1.0 - fraction_x
@@ -94,7 +95,7 @@ def roi_align(
                 else:
                     total += top_left + top_right + bottom_left + bottom_right
         if not MAX:
-            total = total / f32(max(rows * columns, 1))
+            total = total / T(max(rows * columns, 1))
         y[i] = total
 
 
@@ -150,12 +151,12 @@ def deform_conv(
                 for kw in range(KW):
                     k = (b * OG + group) * taps + kh * KW + kw
                     at = k * 2 * OH * OW + oh * OW + ow
-                    py = f32(oh * SH - ph + kh * DH) + offset[at]
-                    px = f32(ow * SW - pw + kw * DW) + offset[at + OH * OW]
+                    py = T(oh * SH - ph + kh * DH) + offset[at]
+                    px = T(ow * SW - pw + kw * DW) + offset[at + OH * OW]
                     low_y = i32(floor(py))
                     low_x = i32(floor(px))
-                    fraction_y = py - f32(low_y)
-                    fraction_x = px - f32(low_x)
+                    fraction_y = py - T(low_y)
+                    fraction_x = px - T(low_x)
                     sampled = T(0)
                     for dy in range(2):
                         yy = low_y + dy
