@@ -36,6 +36,12 @@ CASES = {
         (5, 1, 3, 3),
         {"group": 5, "pads": [4, 0, 2, 5]},
     ),
+    "depthwise-3x3-stride2-no-pads": ((1, 3, 9, 12), (3, 1, 3, 3), {"group": 3, "strides": [2, 2]}),
+    "depthwise-3x3-stride2-pads-2": (
+        (1, 3, 10, 11),
+        (3, 1, 3, 3),
+        {"group": 3, "strides": [2, 2], "pads": [2, 2, 0, 3]},
+    ),
     "depthwise-3x3-strides-2-1": (
         (1, 6, 15, 14),
         (6, 1, 3, 3),

@@ -153,6 +153,31 @@ def _plane3x3(
             target[oy, ox] = _clamp(total, low, high)
 
 
+@numba.njit(inline="always")
+def _plane3x3_stride2(
+    even: np.ndarray,
+    odd: np.ndarray,
+    w: np.ndarray,
+    shift: float,
+    low: float,
+    high: float,
+    target: np.ndarray,
+) -> None:
+    """:func:`_plane3x3` for strides of 2, from the even and odd columns of the padded plane, so
+    that every tap reads a contiguous run and the loop vectorizes."""
+    w00, w01, w02 = w[0, 0], w[0, 1], w[0, 2]
+    w10, w11, w12 = w[1, 0], w[1, 1], w[1, 2]
+    w20, w21, w22 = w[2, 0], w[2, 1], w[2, 2]
+    rows, columns = target.shape
+    for oy in range(rows):
+        y = oy * 2
+        for k in range(columns):
+            total = shift + w00 * even[y, k] + w01 * odd[y, k] + w02 * even[y, k + 1]
+            total += w10 * even[y + 1, k] + w11 * odd[y + 1, k] + w12 * even[y + 1, k + 1]
+            total += w20 * even[y + 2, k] + w21 * odd[y + 2, k] + w22 * even[y + 2, k + 1]
+            target[oy, k] = _clamp(total, low, high)
+
+
 @numba.njit(**_JIT)
 def depthwise_conv3x3(
     x: np.ndarray,
@@ -165,27 +190,38 @@ def depthwise_conv3x3(
     out: np.ndarray,
 ) -> None:
     """:func:`depthwise_conv2d` for 3x3 kernels without dilation: each input plane copied once into
-    a zero-padded scratch plane, then every output pixel summed over its nine taps (the weights
-    held in registers), biased and clamped in one pass over the output."""
+    a zero-padded scratch plane (split into even and odd columns for strides of 2), then every
+    output pixel summed over its nine taps (the weights held in registers), biased and clamped in
+    one pass over the output."""
     batch, channels, height, width = x.shape
-    outputs = w.shape[0]
-    multiplier = outputs // channels
+    multiplier = w.shape[0] // channels
     stride_h, stride_w = strides
     top, left = begins
     rows, columns = out.shape[2], out.shape[3]
+    halved = stride_h == stride_w == 2
     padded = np.zeros(((rows - 1) * stride_h + 3, (columns - 1) * stride_w + 3), dtype=x.dtype)
+    even = np.zeros((padded.shape[0], columns + 1), dtype=x.dtype)  # padded columns 0, 2, 4, ...
+    odd = np.zeros_like(even)  # padded columns 1, 3, 5, ...
     covered_rows = max(0, min(height, padded.shape[0] - top))
     covered_columns = max(0, min(width, padded.shape[1] - left))
     for n in range(batch):
         for c in range(channels):
             for y in range(covered_rows):
-                for k in range(covered_columns):
-                    padded[top + y, left + k] = x[n, c, y, k]
+                source = x[n, c, y]
+                if halved:
+                    for column in range(left, left + covered_columns):
+                        if column % 2 == 0:
+                            even[top + y, column // 2] = source[column - left]
+                        else:
+                            odd[top + y, column // 2] = source[column - left]
+                else:
+                    for k in range(covered_columns):
+                        padded[top + y, left + k] = source[k]
             for m in range(c * multiplier, (c + 1) * multiplier):
-                if stride_h == stride_w == 1:  # the common strides as constants, so that the loop vectorizes
+                if halved:
+                    _plane3x3_stride2(even, odd, w[m], bias[m], low, high, out[n, m])
+                elif stride_h == stride_w == 1:  # unit strides as constants, so that the loop vectorizes
                     _plane3x3(padded, w[m], bias[m], low, high, 1, 1, out[n, m])
-                elif stride_h == stride_w == 2:
-                    _plane3x3(padded, w[m], bias[m], low, high, 2, 2, out[n, m])
                 else:
                     _plane3x3(padded, w[m], bias[m], low, high, stride_h, stride_w, out[n, m])
 
