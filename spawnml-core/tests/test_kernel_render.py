@@ -175,6 +175,8 @@ KERNELS = {
     "nms_select": selection.nms_select.specialize(FLOOR=True),
     "nms_triples": selection.nms_triples.specialize(),
     "roi_align": regions.roi_align.specialize(T=f32, MAX=True, HALF_PIXEL=False),
+    "roi_align_f64": regions.roi_align.specialize(T=f64, MAX=False, HALF_PIXEL=True),
+    "forest_leaves_f64": forest.forest_leaves.specialize(T=f64),
     "mel_weights": mel.mel_weights.specialize(T=i32, W=f32),
     "forest_leaves": forest.forest_leaves.specialize(T=f32),
     "forest_scores": forest.forest_scores.specialize(T=f32, AGGREGATE=3),
