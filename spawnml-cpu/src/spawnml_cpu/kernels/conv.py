@@ -159,14 +159,15 @@ def _convolve_2d(
         run_parts(_depthwise_parts(windows, x, weights, shift, low, high, y, work * _DEPTHWISE_COST))
         return y
     weights = w.reshape(group, outputs // group, -1)
-    pointwise = _is_pointwise(windows, x.shape[2:])
     with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
+        if not _is_pointwise(windows, x.shape[2:]):
+            for n in range(batch):
+                _im2col_gemm(windows, x[n], weights, shift, low, high, y[n])
+            return y
         for n in range(batch):
-            target = y[n].reshape(group, outputs // group, pixels)
-            if pointwise:
-                grouped_matmul(weights, x[n].reshape(group, -1, pixels), target)
-            else:
-                _im2col_gemm(windows, x[n], weights, target)
+            grouped_matmul(
+                weights, x[n].reshape(group, -1, pixels), y[n].reshape(group, outputs // group, pixels)
+            )
     if bias is not None or clamp is not None:
         loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high)
     return y
@@ -215,23 +216,39 @@ def _depthwise_parts(
     return parts
 
 
-def _im2col_gemm(windows: Windows, x: np.ndarray, weights: np.ndarray, y: np.ndarray) -> None:
-    """``y (G, M/G, OH * OW)`` = the convolution of one image ``x (C, H, W)``, as im2col + GEMM over
-    tiles of output rows, so that each tile's patches stay in cache."""
+def _im2col_gemm(
+    windows: Windows,
+    x: np.ndarray,
+    weights: np.ndarray,
+    shift: np.ndarray,
+    low: np.floating,
+    high: np.floating,
+    y: np.ndarray,
+) -> None:
+    """``y (M, OH, OW)`` = the convolution of one image ``x (C, H, W)`` with ``weights (G, M/G, K)``,
+    plus ``shift``, clamped, as im2col + GEMM over tiles of output rows whose patches stay in cache.
+
+    The tiles hold output rows as wide as the phases' pitch, so that im2col copies one run per
+    kernel tap and channel; the pass that adds the bias and clamps drops the extra columns."""
     from . import loops
 
     phases, pitch = loops.phases2d(
         x, windows.kernel, windows.strides, windows.dilations, windows.begins, windows.out
     )
-    rows, columns = windows.out
+    rows = windows.out[0]
     depth = x.shape[0] * math.prod(windows.kernel)
-    step = max(1, _TILE // (depth * columns))
+    step = min(rows, max(1, _TILE // (depth * pitch)))
+    cols = np.empty(depth * step * pitch, dtype=x.dtype)
+    wide = np.empty(y.shape[0] * step * pitch, dtype=x.dtype)
     for first in range(0, rows, step):
         count = min(step, rows - first)
-        cols = np.empty((x.shape[0], *windows.kernel, count, columns), dtype=x.dtype)
-        loops.im2col2d(phases, pitch, windows.dilations, first, cols)
-        span = slice(first * columns, (first + count) * columns)
-        grouped_matmul(weights, cols.reshape(weights.shape[0], -1, count * columns), y[:, :, span])
+        patches = cols[: depth * count * pitch].reshape(x.shape[0], *windows.kernel, count * pitch)
+        loops.im2col2d(phases, pitch, windows.dilations, first, patches)
+        sums = wide[: y.shape[0] * count * pitch].reshape(*weights.shape[:2], count * pitch)
+        grouped_matmul(weights, patches.reshape(weights.shape[0], -1, count * pitch), sums)
+        loops.crop_bias_clamp(
+            sums.reshape(y.shape[0], count, pitch), shift, low, high, y[:, first : first + count]
+        )
 
 
 def _is_pointwise(windows: Windows, sizes: tuple[int, ...]) -> bool:

@@ -246,18 +246,32 @@ def phases2d(
 def im2col2d(
     phases: np.ndarray, pitch: int, dilations: tuple[int, int], first: int, cols: np.ndarray
 ) -> None:
-    """The patches of output rows ``first`` on into ``cols (C, KH, KW, rows, OW)``, from :func:`phases2d`."""
+    """The patches of output rows ``first`` on into ``cols (C, KH, KW, rows * pitch)``, from
+    :func:`phases2d`, each output row ``pitch`` wide: every kernel tap is one contiguous run of
+    its phase (the columns past the output's width are read but not used)."""
     channels, strides = phases.shape[0], phases.shape[1:3]
-    kernel_h, kernel_w, rows, columns = cols.shape[1:]
+    kernel_h, kernel_w, length = cols.shape[1:]
     for c in range(channels):
         for i in range(kernel_h):
             row, phase_h = divmod(i * dilations[0], strides[0])
             for j in range(kernel_w):
                 column, phase_w = divmod(j * dilations[1], strides[1])
-                plane = phases[c, phase_h, phase_w]
-                for oy in range(rows):
-                    start = (first + row + oy) * pitch + column
-                    cols[c, i, j, oy] = plane[start : start + columns]
+                start = (first + row) * pitch + column
+                source, target = phases[c, phase_h, phase_w, start : start + length], cols[c, i, j]
+                for k in range(length):
+                    target[k] = source[k]
+
+
+@numba.njit(**_JIT)
+def crop_bias_clamp(wide: np.ndarray, bias: np.ndarray, low: float, high: float, out: np.ndarray) -> None:
+    """``out (M, rows, OW) = clamp(wide[:, :, :OW] + bias[m], low, high)`` from ``wide (M, rows, pitch)``."""
+    channels, rows, columns = out.shape
+    for m in range(channels):
+        shift = bias[m]
+        for oy in range(rows):
+            source, target = wide[m, oy], out[m, oy]
+            for k in range(columns):
+                target[k] = _clamp(source[k] + shift, low, high)
 
 
 @numba.njit(**_JIT)
