@@ -99,4 +99,4 @@ def test_without_double_precision_float64_is_refused_at_load(gpu, monkeypatch):
     reason = gpu.unsupported_reason(
         Node("Exp", ["x"], ["y"]), 18, [np.dtype(np.float64)], [np.dtype(np.float64)]
     )
-    assert reason == f"{gpu.name} holds no double tensors"
+    assert reason == f"{gpu.name} holds no double tensors: {gpu.runtime.describe()} has no double precision"

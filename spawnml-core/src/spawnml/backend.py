@@ -117,11 +117,8 @@ class Backend(ABC):
     #: The conformance cases this backend is expected to fail: a TOML file with a ``[cases]``
     #: table of ``test_name = "reason"`` (see :mod:`spawnml.conformance.expectations`).
     expected_failures: ClassVar[Traversable | None] = None
-
-    @property
-    def element_types(self) -> frozenset[np.dtype] | None:
-        """Element types the backend's memory holds (None: any)."""
-        return None
+    #: Element types the backend's memory holds (None: any).
+    element_types: ClassVar[frozenset[np.dtype] | None] = None
 
     @abstractmethod
     def availability(self) -> Availability:

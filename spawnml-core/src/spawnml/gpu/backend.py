@@ -14,6 +14,7 @@ import numpy as np
 
 from ..backend import Backend
 from ..errors import DeviceMemoryError, InvalidArgumentError
+from ..ir import Node
 from ..kernel.ir import Kernel
 from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
@@ -51,17 +52,26 @@ class GPUBackend(Backend):
     """A backend over a :class:`Runtime` and a renderer; subclasses say which, and whether available."""
 
     kernels = GPU_KERNELS
+    element_types = frozenset(PHYSICAL)
     renderer: ClassVar[CStyleRenderer]
 
     @abstractmethod
     def make_runtime(self) -> Runtime:
         """Open the device (on first use, and again once it is lost)."""
 
-    @property
-    def element_types(self) -> frozenset[np.dtype]:
-        """Those of :data:`PHYSICAL`; float64 only where the device has double precision."""
-        held = frozenset(PHYSICAL)
-        return held if self.runtime.float64 else held - {np.dtype(np.float64)}
+    def unsupported_reason(
+        self,
+        node: Node,
+        opset: int,
+        input_dtypes: Sequence[np.dtype | None] = (),
+        output_dtypes: Sequence[np.dtype | None] = (),
+    ) -> str | None:
+        """As the base class says; float64 also needs a device with double precision (asked only when
+        a float64 tensor is involved and the backend has a device)."""
+        double = np.dtype(np.float64) in (*input_dtypes, *output_dtypes)
+        if double and self.availability().available and not self.runtime.float64:
+            return f"{self.name} holds no double tensors: {self.runtime.describe()} has no double precision"
+        return super().unsupported_reason(node, opset, input_dtypes, output_dtypes)
 
     @property
     def runtime(self) -> Runtime:
