@@ -167,3 +167,25 @@ def test_quantize_linear_to_narrow_floats_matches_the_reference(provider, dtype,
     zero = np.zeros(4, dtype)
     feeds = {"x": x, "scale": scales, "zero": zero}
     check(provider, model("QuantizeLinear", feeds, dtype, axis=0, saturate=saturate), feeds)
+
+
+@pytest.mark.parametrize("out", [np.float16, ml_dtypes.bfloat16, np.float32], ids=lambda t: np.dtype(t).name)
+def test_dequantize_linear_to_output_dtype_matches_the_reference(provider, out):
+    """DequantizeLinear's output_dtype (opset 25) names the result's type apart from the scale's."""
+    x = rng.integers(0, 256, (3, 40)).astype(np.uint8)
+    scale, zero = np.array([0.37, 2.5, 0.001], np.float32), np.array([7, 128, 255], np.uint8)
+    node = helper.make_node("DequantizeLinear", ["x", "scale", "zero"], ["y"], axis=0, output_dtype=code(out))
+    graph = helper.make_graph(
+        [node],
+        "dequantize",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, x.shape)],
+        [helper.make_tensor_value_info("y", code(out), x.shape)],
+        [onnx.numpy_helper.from_array(scale, "scale"), onnx.numpy_helper.from_array(zero, "zero")],
+    )
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)], ir_version=11)
+    (want,) = ReferenceEvaluator(onnx_model).run(None, {"x": x})
+    session = spawnml.InferenceSession(onnx_model.SerializeToString(), providers=[provider])
+    assert {p for _, _, p in session.placement()} == {provider}
+    (got,) = session.run(None, {"x": x})
+    assert got.dtype == want.dtype == np.dtype(out)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

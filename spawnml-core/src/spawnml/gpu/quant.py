@@ -101,14 +101,23 @@ def _quantized(
     return run_chain(ctx, steps, [x, scale, zero_point, *bounds], "quantize_linear")
 
 
+def _check_dequantize(node: Node, opset: int) -> str | None:
+    code = node.attrs.get("output_dtype", 0)
+    if code and from_onnx(int(code)) not in FLOATS:
+        held = ", ".join(np.dtype(t).name for t in FLOATS)
+        return f"output_dtype {from_onnx(int(code))}: the GPU dequantizes to {held}"
+    return None
+
+
 @GPU_KERNELS.register(
-    "DequantizeLinear", since=10, check=_check, dtypes=(*QUANTIZED, np.int32, *NARROW_FLOATS)
+    "DequantizeLinear", since=10, check=_check_dequantize, dtypes=(*QUANTIZED, np.int32, *NARROW_FLOATS)
 )
 def dequantize(
     ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
     """``(x - zero_point) * scale``, the difference taken in the integers (in float32 for the
-    8- and 4-bit floats)."""
+    8- and 4-bit floats), of type ``output_dtype`` where given, else the scale's."""
+    code = ctx.attrs.get("output_dtype", 0)
     zero_point = (
         ctx.backend.from_numpy(np.zeros((), x.dtype))
         if zero_point is None
@@ -117,7 +126,7 @@ def dequantize(
     steps = (
         step("Sub", [0, 2], "float32" if x.elem == f32 else "int32"),  # 3
         step("Cast", [3], "float32"),
-        step("Mul", [4, 1], scale.dtype.name),
+        step("Mul", [4, 1], (from_onnx(int(code)) if code else scale.dtype).name),
     )
     return run_chain(ctx, steps, [x, _along(ctx, scale, x.shape), zero_point], "dequantize_linear")
 
