@@ -333,8 +333,11 @@ _register("Where", lambda attrs, condition, x, y: np.where(condition, x, y), out
 
 # Casts --------------------------------------------------------------------------------
 
+#: Every element type but float8e8m0 (code 24): ONNX rounds to it by the round_mode attribute
+#: (up by default), ml_dtypes to nearest.
 _CASTABLE = frozenset(
-    dtypes.from_onnx(code) for code in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20)
+    dtypes.from_onnx(code)
+    for code in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20, 21, 22, 23, 25, 26)
 )
 
 
