@@ -20,7 +20,7 @@ import spawnml
 from onnx import TensorProto, helper
 from spawnml.errors import DeviceError, DeviceLostError, DeviceMemoryError
 from spawnml.gpu import GPUBackend
-from spawnml.gpu.runtime import Fault
+from spawnml.gpu.runtime import Fault, Runtime
 from spawnml_models.assets import asset_file
 from spawnml_models.embeddings import MODEL_ASSET
 from spawnml_models.synthetic import token_batch
@@ -86,6 +86,45 @@ def test_tensor_past_the_device_limit_is_named_and_the_next_run_answers(gpu: GPU
     assert f"float32 tensor of shape [{count}] ({count * 4:,} bytes)" in message
     assert f"past the {limit:,} bytes" in message
     assert_answers(session, model, {"x": x, "shape": np.array([7], np.int64)})
+
+
+def test_a_weight_past_one_binding_is_taken_in_windows(gpu: GPUBackend, monkeypatch) -> None:
+    """Gemm with ``transB`` reads a weight larger than one kernel may bind in windows of its rows; an
+    operator that does not split one names it. The binding limit is lowered to 64 KiB to show it on a
+    small model; onnxruntime is the reference (``rtol=atol=1e-5``)."""
+    runtime = gpu.runtime
+    if type(runtime).window is Runtime.window:
+        pytest.skip(f"{gpu.name} allocates no buffer past one binding, so it binds whole buffers only")
+    limit = 64 * 1024
+    monkeypatch.setattr(type(runtime), "max_buffer_bytes", property(lambda self: limit))
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((200, 300)).astype(np.float32)  # 240,000 bytes: four windows and a part
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1, alpha=0.5),
+        helper.make_node("Relu", ["big"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "windows",
+        [
+            helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+            for n, s in (("x", [3, 300]), ("big", ["rows", 300]))
+        ],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z")],
+        [
+            helper.make_tensor(n, TensorProto.FLOAT, v.shape, v.ravel())
+            for n, v in (("w", weight), ("c", weight[:, 0]))
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    session = spawnml.InferenceSession(model, providers=[gpu.name])
+    x = rng.standard_normal((3, 300)).astype(np.float32)
+    small = {"x": x, "big": weight[:50]}
+    assert_answers(session, model, small)
+    error = failure(session, {"x": x, "big": weight})
+    assert isinstance(error, DeviceMemoryError)
+    assert "float32 tensor of shape [200, 300] (240,000 bytes) is past the 65,536 bytes" in str(error)
+    assert "does not take it in parts" in str(error)
 
 
 def test_out_of_memory_names_the_tensor_and_the_next_run_answers(gpu: GPUBackend) -> None:

@@ -59,6 +59,17 @@ class WebGPURuntime(Runtime):
     def max_buffer_bytes(self) -> int:
         return int(min(self.limits["max-storage-buffer-binding-size"], self.limits["max-buffer-size"]))
 
+    @property
+    def max_alloc_bytes(self) -> int:
+        return int(self.limits["max-buffer-size"])
+
+    @property
+    def window_alignment(self) -> int:
+        return int(self.limits["min-storage-buffer-offset-alignment"])
+
+    def window(self, handle: Any, offset: int, nbytes: int) -> Any:
+        return {"buffer": handle, "offset": offset, "size": nbytes}
+
     @contextmanager
     def _calls(self) -> Iterator[None]:
         """Hold the lock around wgpu calls and translate the device's failures."""
@@ -108,7 +119,10 @@ class WebGPURuntime(Runtime):
                 else list(buffers)
             )
             entries = [
-                {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                {
+                    "binding": i,
+                    "resource": b if isinstance(b, dict) else {"buffer": b, "offset": 0, "size": b.size},
+                }
                 for i, b in enumerate(bound)
             ]
             group = self.device.create_bind_group(layout=layout, entries=entries)

@@ -100,12 +100,14 @@ def _give_back(runtime: Runtime, handle: Any, size: int, reuse: list[bool]) -> N
 
 @dataclass(frozen=True, eq=False)
 class DeviceArray:
-    """A contiguous tensor on a device; ``host`` keeps the values it was uploaded from, if any."""
+    """A contiguous tensor on a device; ``host`` keeps the values it was uploaded from, if any, and
+    ``offset`` is where its elements start in the storage (non-zero for a :meth:`window`)."""
 
     storage: Storage
     shape: tuple[int, ...]
     dtype: np.dtype
     host: np.ndarray | None = None
+    offset: int = 0
 
     @property
     def size(self) -> int:
@@ -124,4 +126,13 @@ class DeviceArray:
         if math.prod(shape) != self.size:
             raise InvalidArgumentError(f"cannot view {self.size} elements as shape {list(shape)}")
         host = None if self.host is None else self.host.reshape(shape)
-        return DeviceArray(self.storage, tuple(shape), self.dtype, host)
+        return DeviceArray(self.storage, tuple(shape), self.dtype, host, self.offset)
+
+    def window(self, start: int, shape: tuple[int, ...]) -> DeviceArray:
+        """The elements from ``start`` on (in storage order) as a tensor of ``shape``, sharing the
+        storage: how a kernel takes a part of a tensor too large for it to bind whole."""
+        if not 0 <= start <= start + math.prod(shape) <= self.size:
+            raise InvalidArgumentError(
+                f"a window of {list(shape)} from {start} is outside {self.size} elements"
+            )
+        return DeviceArray(self.storage, tuple(shape), self.dtype, None, self.offset + start)

@@ -98,10 +98,10 @@ class GPUBackend(Backend):
         shape = tuple(int(d) for d in shape)
         nbytes = math.prod(shape) * physical(dtype).bits // 8
         runtime = self.runtime
-        if nbytes > runtime.max_buffer_bytes:
+        if nbytes > runtime.max_alloc_bytes:
             raise DeviceMemoryError(
-                f"{_described(shape, dtype, nbytes)} is past the {runtime.max_buffer_bytes:,} bytes one "
-                f"{self.name} kernel may bind on {runtime.describe()}"
+                f"{_described(shape, dtype, nbytes)} is past the {runtime.max_alloc_bytes:,} bytes one "
+                f"{self.name} buffer may hold on {runtime.describe()}"
             )
         try:
             storage = Storage(runtime, nbytes)
@@ -130,6 +130,8 @@ class GPUBackend(Backend):
     def to_numpy(self, buffer: DeviceArray) -> np.ndarray:
         if buffer.host is not None:
             return buffer.host
+        if buffer.offset:
+            raise InvalidArgumentError("a window of a device tensor is read only by kernels")
         runtime = buffer.storage.runtime
         runtime.check_alive()
         nbytes = buffer.size * buffer.elem.bits // 8
@@ -200,8 +202,21 @@ class GPUBackend(Backend):
         for buffer in buffers:
             buffer.storage.runtime.check_alive()  # a tensor made before a loss
         runtime.check_alive()
-        runtime.launch(entry[1], [b.handle for b in buffers], size, values)
+        runtime.launch(entry[1], [self._bound(k, b, runtime) for b in buffers], size, values)
         self._count(launches=1)
+
+    def _bound(self, k: Kernel, buffer: DeviceArray, runtime: Runtime) -> Any:
+        """What ``k`` binds for ``buffer``: its whole buffer, or the window its elements take."""
+        if not buffer.offset and buffer.storage.size <= runtime.max_buffer_bytes:
+            return buffer.handle
+        nbytes = buffer.size * buffer.elem.bits // 8
+        if nbytes > runtime.max_buffer_bytes:
+            raise DeviceMemoryError(
+                f"{_described(buffer.shape, buffer.dtype, nbytes)} is past the {runtime.max_buffer_bytes:,} "
+                f"bytes one {self.name} kernel may bind on {runtime.describe()}, and kernel {k.name} does "
+                "not take it in parts"
+            )
+        return runtime.window(buffer.handle, buffer.offset * buffer.elem.bits // 8, nbytes)
 
     def library_matmul(
         self,
@@ -215,10 +230,12 @@ class GPUBackend(Backend):
         **steps: int,
     ) -> bool:
         """Queue the batched product through the runtime's vendor library if it has one for this size
-        (see :meth:`Runtime.library_matmul`); ``False`` if not."""
+        (see :meth:`Runtime.library_matmul`, which takes whole buffers); ``False`` if not."""
         runtime = self.runtime
         runtime.check_alive()
-        if not runtime.library_matmul(a.handle, b.handle, out.handle, count, m, n, k, **steps):
+        if any(x.offset for x in (a, b, out)) or not runtime.library_matmul(
+            a.handle, b.handle, out.handle, count, m, n, k, **steps
+        ):
             return False
         self._count(launches=1)
         return True

@@ -1,22 +1,25 @@
-"""Gemm on the GPU: ``alpha * A' @ B' + beta * C`` as the tiled matrix product, then one
-generated elementwise launch for the scaling and the broadcast ``C``."""
+"""Gemm on the GPU: ``alpha * A' @ B' + beta * C`` as the tiled matrix product (a transposed ``B``
+too large for one binding taken in parts), then one generated elementwise launch for the scaling
+and the broadcast ``C``."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..backend import KernelContext
+from ..errors import DeviceMemoryError
 from ..kernel.library.chain import Step, step
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, matmul, permuted
+from .table import FLOATS, GPU_KERNELS, copy_strided, matmul, permuted
 
 
 @GPU_KERNELS.register("Gemm", dtypes=FLOATS)
 def gemm(ctx: KernelContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | None = None) -> DeviceArray:
     a = permuted(ctx, a, [1, 0]) if ctx.attrs.get("transA", 0) else a
-    b = permuted(ctx, b, [1, 0]) if ctx.attrs.get("transB", 0) else b
-    product = matmul(ctx, a, b)
+    product = times_transposed(ctx, a, b) if ctx.attrs.get("transB", 0) else matmul(ctx, a, b)
     alpha, beta = float(ctx.attrs.get("alpha", 1.0)), float(ctx.attrs.get("beta", 1.0))
     inputs = [product]
     if alpha != 1.0:
@@ -28,6 +31,26 @@ def gemm(ctx: KernelContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | No
     if len(inputs) == 1:
         return product
     return run_chain(ctx, _epilogue(alpha != 1.0, len(inputs)), inputs, "gemm_epilogue")
+
+
+def times_transposed(ctx: KernelContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
+    """``a @ b.T``; a ``b`` too large for one kernel to bind is taken in windows of its rows (a fully
+    connected layer's weight), each product copied into its columns of the result."""
+    runtime = ctx.backend.runtime
+    n, k = b.shape
+    row_bytes = k * b.elem.bits // 8
+    if n * row_bytes <= runtime.max_buffer_bytes:
+        return matmul(ctx, a, permuted(ctx, b, [1, 0]))
+    aligned = runtime.window_alignment // math.gcd(row_bytes, runtime.window_alignment)
+    rows = runtime.max_buffer_bytes // row_bytes // aligned * aligned
+    if not rows:
+        raise DeviceMemoryError(f"a row of {row_bytes:,} bytes of a {b.dtype} tensor is past one binding")
+    out = ctx.backend.empty((a.shape[0], n), a.dtype)
+    for start in range(0, n, rows):
+        count = min(rows, n - start)
+        part = matmul(ctx, a, permuted(ctx, b.window(start * k, (count, k)), [1, 0]))
+        copy_strided(ctx, part, out, part.shape, (count, 1), (n, 1), dst_offset=start)
+    return out
 
 
 def _epilogue(scaled: bool, inputs: int) -> tuple[Step, ...]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DeviceLostError, DeviceMemoryError
+from ..errors import DeviceLostError, DeviceMemoryError, PluginError
 
 #: Every allocation is a multiple of this many bytes (and at least this many).
 ALIGN = 16
@@ -81,6 +81,22 @@ class Runtime(ABC):
     @abstractmethod
     def max_buffer_bytes(self) -> int:
         """The largest buffer a kernel may bind."""
+
+    @property
+    def max_alloc_bytes(self) -> int:
+        """The largest buffer the device allocates; kernels bind windows of buffers past
+        :attr:`max_buffer_bytes` (see :meth:`window`)."""
+        return self.max_buffer_bytes
+
+    @property
+    def window_alignment(self) -> int:
+        """The byte alignment of a window's start."""
+        return 1
+
+    def window(self, handle: Any, offset: int, nbytes: int) -> Any:
+        """What a kernel binds for ``nbytes`` of ``handle`` from byte ``offset``. Runtimes whose
+        buffers never outgrow one binding bind whole buffers only."""
+        raise PluginError(f"{self.describe()} binds whole buffers only, not windows of them")
 
     def check_alive(self) -> None:
         """Raise :class:`DeviceLostError` once the device is lost, so nothing waits on it."""
