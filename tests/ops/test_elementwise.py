@@ -488,9 +488,9 @@ def test_cast_bfloat16(check):
         ("Gelu", {"x": np.ones(2, F32)}, {"approximate": "erf"}, 20),
         ("BitShift", {"x": np.ones(2, U8), "y": np.ones(2, U8)}, {"direction": "UP"}, 11),
         ("Cast", {"x": np.ones(2, F32)}, {"to": onnx.TensorProto.COMPLEX64}, 13),
-        ("Cast", {"x": np.ones(2, F32)}, {"to": onnx.TensorProto.FLOAT4E2M1}, 23),
+        ("Cast", {"x": np.ones(2, F32)}, {"to": onnx.TensorProto.FLOAT8E8M0}, 24),
     ],
-    ids=["gelu-approximate", "bitshift-direction", "cast-complex", "cast-float4"],
+    ids=["gelu-approximate", "bitshift-direction", "cast-complex", "cast-float8e8m0"],
 )
 def test_refused_at_load(op, feeds, attrs, opset):
     model = make_model(op, feeds, opset=opset, **attrs)
