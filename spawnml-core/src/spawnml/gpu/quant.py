@@ -197,6 +197,20 @@ def qlinear_matmul(
     product = matmul_integer(ctx, a, b, a_zero_point, b_zero_point)
     if len(a_scale.shape) == 1 and a_scale.size > 1:
         a_scale = a_scale.view((a_scale.size, 1))
+    return requantized(ctx, product, a_scale, b_scale, y_scale, y_zero_point, "qlinear_matmul")
+
+
+def requantized(
+    ctx: KernelContext,
+    total: DeviceArray,
+    a_scale: DeviceArray,
+    b_scale: DeviceArray,
+    y_scale: DeviceArray,
+    y_zero_point: DeviceArray,
+    name: str,
+) -> DeviceArray:
+    """int32 ``total`` as ``round(total * (a_scale * b_scale / y_scale)) + y_zero_point`` saturated to
+    ``y``'s type, the multiplier in float32: one generated chain."""
     info = ml_dtypes.iinfo(y_zero_point.dtype)
     bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
     steps = (
@@ -210,5 +224,5 @@ def qlinear_matmul(
         step("Clip", [13, 5, 6], "float32", {"has_min": True, "has_max": True}),
         step("Cast", [14], y_zero_point.dtype.name),
     )
-    inputs = [product, a_scale, b_scale, y_scale, y_zero_point, *bounds]
-    return run_chain(ctx, steps, inputs, "qlinear_matmul")
+    inputs = [total, a_scale, b_scale, y_scale, y_zero_point, *bounds]
+    return run_chain(ctx, steps, inputs, name)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from functools import cache
 
-import ml_dtypes
 import numpy as np
 
 from ..backend import KernelContext
@@ -17,7 +16,7 @@ from ..kernel.library.chain import step
 from ..kernel.library.conv import conv_direct
 from .array import DeviceArray
 from .fused import run_chain
-from .quant import QUANTIZED
+from .quant import QUANTIZED, requantized
 from .table import GPU_KERNELS
 from .vision import Windows
 
@@ -101,18 +100,4 @@ def qlinear_conv(
     total = integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias)
     if w_scale.size > 1:
         w_scale = w_scale.view((w_scale.size, *[1] * (len(total.shape) - 2)))
-    info = ml_dtypes.iinfo(y_zero_point.dtype)
-    bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
-    steps = (
-        step("Mul", [1, 2], "float32"),  # 7
-        step("Div", [7, 3], "float32"),  # 8: the multiplier
-        step("Cast", [0], "float32"),
-        step("Mul", [9, 8], "float32"),
-        step("Round", [10], "float32"),
-        step("Cast", [4], "float32"),
-        step("Add", [11, 12], "float32"),
-        step("Clip", [13, 5, 6], "float32", {"has_min": True, "has_max": True}),
-        step("Cast", [14], y_zero_point.dtype.name),
-    )
-    inputs = [total, x_scale, w_scale, y_scale, y_zero_point, *bounds]
-    return run_chain(ctx, steps, inputs, "qlinear_conv")
+    return requantized(ctx, total, x_scale, w_scale, y_scale, y_zero_point, "qlinear_conv")
