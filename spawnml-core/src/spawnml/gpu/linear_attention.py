@@ -13,37 +13,16 @@ import numpy as np
 
 from ..backend import KernelContext
 from ..errors import InvalidArgumentError
-from ..ir import Node
 from ..kernel.ir import f32
 from ..kernel.library.linear_attention import linear_attention_scan
-from ..ops.shapes import as_text
+from ..ops.defs.attention import check_linear_attention
 from .array import DeviceArray
 from .table import GPU_KERNELS
 
-#: Which inputs each update rule takes: (decay, beta).
-UPDATE_RULES = {
-    "linear": (False, False),
-    "gated": (True, False),
-    "delta": (False, True),
-    "gated_delta": (True, True),
-}
 
-
-def _check(node: Node, opset: int) -> str | None:
-    rule = as_text(node.attrs.get("update_rule", "gated_delta"))
-    if rule not in UPDATE_RULES:
-        return f"update_rule={rule!r} is not one of {list(UPDATE_RULES)}"
-    given = [bool(name) for name in node.inputs] + [False] * 6
-    for index, name, needed in zip((4, 5), ("decay", "beta"), UPDATE_RULES[rule], strict=True):
-        if given[index] != needed:
-            return f"update_rule {rule!r} {'needs' if needed else 'takes no'} {name} input"
-    q_heads, kv_heads = node.attrs.get("q_num_heads", 0), node.attrs.get("kv_num_heads", 0)
-    if kv_heads <= 0 or q_heads <= 0 or q_heads % kv_heads:
-        return f"q_num_heads={q_heads} is not a positive multiple of kv_num_heads={kv_heads}"
-    return None
-
-
-@GPU_KERNELS.register("LinearAttention", since=27, check=_check, dtypes=(np.float32, np.float16))
+@GPU_KERNELS.register(
+    "LinearAttention", since=27, check=check_linear_attention, dtypes=(np.float32, np.float16)
+)
 def linear_attention(
     ctx: KernelContext,
     query: DeviceArray,

@@ -16,8 +16,8 @@ from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
 from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
-from spawnml.ops.defs.attention import PREVIEW
-from spawnml.ops.shapes import as_text, normalize_axis
+from spawnml.ops.defs.attention import PREVIEW, check_linear_attention
+from spawnml.ops.shapes import normalize_axis
 
 from .nn_common import compute_dtype, matmul, widen
 from .table import KERNELS
@@ -25,7 +25,6 @@ from .table import KERNELS
 Array = np.ndarray
 #: ONNX codes of the types a softmax or statistics may be held in: float, float16, double, bfloat16.
 FLOAT_CODES = (1, 10, 11, 16)
-UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
 
 
 def sigmoid(x: Array) -> Array:
@@ -230,20 +229,6 @@ def _flex_attention(ctx: KernelContext, q: Array, k: Array, v: Array) -> Array:
 # --- LinearAttention ---------------------------------------------------------------
 
 
-def _check_linear_attention(node: Node, opset: int) -> str | None:
-    rule = as_text(node.attrs.get("update_rule", "gated_delta"))
-    if rule not in UPDATE_RULES:
-        return f"update_rule={rule!r} is not one of {list(UPDATE_RULES)}"
-    given = [bool(name) for name in node.inputs] + [False] * 6
-    for index, name, needed in ((4, "decay", "gated" in rule), (5, "beta", "delta" in rule)):
-        if given[index] != needed:
-            return f"update_rule {rule!r} {'needs' if needed else 'takes no'} {name} input"
-    q_heads, kv_heads = node.attrs.get("q_num_heads", 0), node.attrs.get("kv_num_heads", 0)
-    if kv_heads <= 0 or q_heads <= 0 or q_heads % kv_heads:
-        return f"q_num_heads={q_heads} is not a positive multiple of kv_num_heads={kv_heads}"
-    return None
-
-
 def _per_step(gate: Array | None, heads: int, key_size: int) -> Array | None:
     """A decay or beta input ``(B, T, n)`` as ``(B, n or heads, T, size)``: one value for all
     heads or one per head as ``(.., 1)``, or one per key dimension of each head."""
@@ -258,7 +243,7 @@ def _per_step(gate: Array | None, heads: int, key_size: int) -> Array | None:
     )
 
 
-@KERNELS.register("LinearAttention", since=27, check=_check_linear_attention)
+@KERNELS.register("LinearAttention", since=27, check=check_linear_attention)
 def _linear_attention(
     ctx: KernelContext,
     query: Array,

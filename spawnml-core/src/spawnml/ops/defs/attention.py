@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Dim, Shape
+from ...ir import Dim, Node, Shape
 from ..schema import REQUIRED, Attribute, InferenceContext, OpSchema, TensorType
-from ..shapes import same_as_input
+from ..shapes import as_text, same_as_input
 
 #: The domain of operators ONNX is still trying out.
 PREVIEW = "ai.onnx.preview"
@@ -26,6 +26,31 @@ def _shape(ctx: InferenceContext, index: int) -> Shape:
 def _dtype(ctx: InferenceContext, index: int) -> np.dtype | None:
     value = ctx.input(index)
     return None if value is None else value.dtype
+
+
+#: LinearAttention's update rules, each with whether it takes the decay and the beta input.
+LINEAR_ATTENTION_RULES = {
+    "linear": (False, False),
+    "gated": (True, False),
+    "delta": (False, True),
+    "gated_delta": (True, True),
+}
+
+
+def check_linear_attention(node: Node, opset: int) -> str | None:
+    """Why a LinearAttention node cannot run as given (None if it can): its update rule, the decay
+    and beta inputs that rule takes, and head counts that group."""
+    rule = as_text(node.attrs.get("update_rule", "gated_delta"))
+    if rule not in LINEAR_ATTENTION_RULES:
+        return f"update_rule={rule!r} is not one of {list(LINEAR_ATTENTION_RULES)}"
+    given = [bool(name) for name in node.inputs] + [False] * 6
+    for index, name, needed in zip((4, 5), ("decay", "beta"), LINEAR_ATTENTION_RULES[rule], strict=True):
+        if given[index] != needed:
+            return f"update_rule {rule!r} {'needs' if needed else 'takes no'} {name} input"
+    q_heads, kv_heads = node.attrs.get("q_num_heads", 0), node.attrs.get("kv_num_heads", 0)
+    if kv_heads <= 0 or q_heads <= 0 or q_heads % kv_heads:
+        return f"q_num_heads={q_heads} is not a positive multiple of kv_num_heads={kv_heads}"
+    return None
 
 
 def _quotient(dim: Dim, divisor: Dim) -> Dim:
