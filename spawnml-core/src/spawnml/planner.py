@@ -325,11 +325,11 @@ def _reads(node: Node) -> set[str]:
 def _feed_homes(graph: Graph, steps: list[Step], first: Backend) -> dict[str, Backend]:
     """Each graph input's provider: that of the first step reading it (``first`` if none does), so
     a feed only one provider holds (strings, on the CPU) or reads goes straight there."""
-    homes = {}
-    for value in graph.inputs:
-        readers = (step.backend for step in steps if value.name in _reads(step.node))
-        homes[value.name] = next(readers, first)
-    return homes
+    first_readers: dict[str, Backend] = {}
+    for step in steps:
+        for name in _reads(step.node):
+            first_readers.setdefault(name, step.backend)
+    return {value.name: first_readers.get(value.name, first) for value in graph.inputs}
 
 
 def _transfers(graph: Graph, steps: list[Step], homes: Mapping[str, Backend]) -> list[Transfer]:
