@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (registration by import)
     attention,
     contrib,
     control,
+    conv_transpose,
     elementwise,
     fused,
     loss,
