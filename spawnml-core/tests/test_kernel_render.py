@@ -75,6 +75,7 @@ from spawnml.kernel.library import (
 )
 from spawnml.kernel.library import map as maps
 from spawnml.kernel.render import CUDARenderer, OpenCLRenderer, WGSLRenderer
+from spawnml.kernel.split import split_buffers
 
 
 @kernel(workgroup=("WG",))
@@ -200,6 +201,9 @@ KERNELS = {
             ),
         )
     },
+    # Buffers bound in parts (spawnml.kernel.split): loads select among clamped parts, stores branch.
+    "matmul_split": split_buffers(matmul.specialize(T=f32, TILE=8), {"a": (3, 256), "c": (2, 4096)}),
+    "conv_direct_split": split_buffers(conv.conv_direct.specialize(T=f32, **WINDOW), {"x": (4, 1024)}),
 }
 
 EXPECTED = {

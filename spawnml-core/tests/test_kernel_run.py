@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-from spawnml.kernel import Buffer, Kernel, ReadBuffer, atomic_add, f32, global_id, kernel, u32
+from spawnml.kernel import Buffer, Kernel, KernelError, ReadBuffer, atomic_add, f32, global_id, kernel, u32
 from spawnml.kernel.library import add, conv, matmul, norm, pad, pool, resize, sum_partial
 from spawnml.kernel.render import OpenCLRenderer, WGSLRenderer, scalar_layout
+from spawnml.kernel.split import split_buffers
 
 Runner = Callable[[Kernel, Sequence[np.ndarray], Sequence[float | int], tuple[int, ...]], list[np.ndarray]]
 
@@ -227,3 +228,26 @@ def test_group_norm_and_global_pool_kernels(run: Runner):
         k = pool.global_pool.specialize(T=f32, BLOCK=32, AVERAGE=average)
         _, out = run(k, [x.ravel(), np.zeros(12, np.float32)], _ordered(k, rows=12, across=12, D=50), (12,))
         np.testing.assert_allclose(out, reduce(x.astype(np.float64), axis=-1).ravel(), rtol=1e-5, atol=1e-6)
+
+
+@RUNNERS
+def test_buffers_split_into_parts(run: Runner):
+    """The tiled matmul with ``a`` bound as three windows and ``c`` as two (the last ones shorter)
+    computes what the whole-buffer kernel does: every load and store reaches the part holding it."""
+    rng = np.random.default_rng(4)
+    m, n, kk, tile = 37, 45, 29, 8
+    a, b = rng.standard_normal((m, kk), np.float32), rng.standard_normal((kk, n), np.float32)
+    a_chunk, c_chunk = 400, 1000
+    k = split_buffers(matmul.specialize(T=f32, TILE=tile), {"a": (3, a_chunk), "c": (2, c_chunk)})
+    assert [p.name for p in k.buffers] == ["a__0", "a__1", "a__2", "b", "c__0", "c__1"]
+    a_parts = np.split(a.ravel(), [a_chunk, 2 * a_chunk])
+    c_parts = [np.zeros(c_chunk, np.float32), np.zeros(m * n - c_chunk, np.float32)]
+    groups = (math.ceil(n / tile), math.ceil(m / tile))
+    *_, c0, c1 = run(k, [*a_parts, b.ravel(), *c_parts], [m, n, kk], groups)
+    c = np.concatenate([c0, c1]).reshape(m, n)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * kk)
+
+
+def test_an_atomic_buffer_is_not_split():
+    with pytest.raises(KernelError, match="cannot take its atomic parameter count in parts"):
+        split_buffers(count_positive.specialize(), {"count": (2, 1)})

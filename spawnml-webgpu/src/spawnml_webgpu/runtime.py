@@ -64,6 +64,10 @@ class WebGPURuntime(Runtime):
         return int(self.limits["max-buffer-size"])
 
     @property
+    def max_bindings(self) -> int:
+        return int(self.limits["max-storage-buffers-per-shader-stage"])
+
+    @property
     def window_alignment(self) -> int:
         return int(self.limits["min-storage-buffer-offset-alignment"])
 

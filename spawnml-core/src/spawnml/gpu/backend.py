@@ -18,6 +18,7 @@ from ..ir import Node
 from ..kernel.ir import Kernel
 from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
+from ..kernel.split import Parts, split_buffers
 from .array import PHYSICAL, DeviceArray, Storage, physical
 from .runtime import Runtime
 from .table import GPU_KERNELS
@@ -43,7 +44,7 @@ class OpenDevice:
     """An open device and what was prepared on it: programs by kernel, small constants by content."""
 
     runtime: Runtime
-    programs: dict[int, tuple[Kernel, Any]] = field(default_factory=dict)
+    programs: dict[Any, tuple[Kernel, Any]] = field(default_factory=dict)
     constants: OrderedDict[bytes, DeviceArray] = field(default_factory=OrderedDict)
     traffic: Traffic = field(default_factory=Traffic)
 
@@ -191,9 +192,12 @@ class GPUBackend(Backend):
         """Queue ``k`` over ``grid`` workgroups; scalars by parameter name."""
         device = self.device()
         runtime = device.runtime
-        entry = device.programs.get(id(k))
+        parts = self._parts(k, buffers, runtime)
+        key = (id(k), *parts.items()) if parts else id(k)
+        entry = device.programs.get(key)
         if entry is None:
-            entry = device.programs[id(k)] = (k, runtime.program(self.renderer.render(k), k.name))
+            source = self.renderer.render(split_buffers(k, parts))
+            entry = device.programs[key] = (k, runtime.program(source, k.name))
         names = [p.name for p in k.scalars]
         if sorted(names) != sorted(scalars):
             raise InvalidArgumentError(f"kernel {k.name} takes scalars {names}, got {sorted(scalars)}")
@@ -202,21 +206,54 @@ class GPUBackend(Backend):
         for buffer in buffers:
             buffer.storage.runtime.check_alive()  # a tensor made before a loss
         runtime.check_alive()
-        runtime.launch(entry[1], [self._bound(k, b, runtime) for b in buffers], size, values)
+        bound = [
+            window
+            for param, buffer in zip(k.buffers, buffers, strict=True)
+            for window in self._bound(buffer, parts.get(param.name), runtime)
+        ]
+        runtime.launch(entry[1], bound, size, values)
         self._count(launches=1)
 
-    def _bound(self, k: Kernel, buffer: DeviceArray, runtime: Runtime) -> Any:
-        """What ``k`` binds for ``buffer``: its whole buffer, or the window its elements take."""
-        if not buffer.offset and buffer.storage.size <= runtime.max_buffer_bytes:
-            return buffer.handle
-        nbytes = buffer.size * buffer.elem.bits // 8
-        if nbytes > runtime.max_buffer_bytes:
-            raise DeviceMemoryError(
-                f"{_described(buffer.shape, buffer.dtype, nbytes)} is past the {runtime.max_buffer_bytes:,} "
-                f"bytes one {self.name} kernel may bind on {runtime.describe()}, and kernel {k.name} does "
-                "not take it in parts"
+    def _parts(self, k: Kernel, buffers: Sequence[DeviceArray], runtime: Runtime) -> dict[str, Parts]:
+        """How ``k`` binds each tensor past one binding: in parts of equal, aligned windows."""
+        limit = runtime.max_buffer_bytes
+        parts: dict[str, Parts] = {}
+        for param, buffer in zip(k.buffers, buffers, strict=True):
+            itemsize = buffer.elem.bits // 8
+            if buffer.storage.size > limit and buffer.size * itemsize > limit:
+                unit = math.lcm(runtime.window_alignment, itemsize)
+                chunk = limit // unit * unit // itemsize
+                parts[param.name] = (-(-buffer.size // chunk), chunk)
+        bindings = len(k.buffers) + sum(count - 1 for count, _ in parts.values())
+        if parts and bindings > runtime.max_bindings:
+            big = ", ".join(
+                _described(b.shape, b.dtype, b.size * b.elem.bits // 8)
+                for p, b in zip(k.buffers, buffers, strict=True)
+                if p.name in parts
             )
-        return runtime.window(buffer.handle, buffer.offset * buffer.elem.bits // 8, nbytes)
+            raise DeviceMemoryError(
+                f"kernel {k.name} would bind {big} in windows of at most {limit:,} bytes: {bindings} "
+                f"bindings, past the {runtime.max_bindings} one {self.name} kernel may have on "
+                f"{runtime.describe()}"
+            )
+        return parts
+
+    @staticmethod
+    def _bound(buffer: DeviceArray, parts: Parts | None, runtime: Runtime) -> list[Any]:
+        """What a kernel binds for ``buffer``: its whole buffer, the window its elements take, or
+        the windows of its ``parts``."""
+        if parts is None and not buffer.offset and buffer.storage.size <= runtime.max_buffer_bytes:
+            return [buffer.handle]
+        itemsize = buffer.elem.bits // 8
+        count, chunk = parts or (1, buffer.size)
+        return [
+            runtime.window(
+                buffer.handle,
+                (buffer.offset + j * chunk) * itemsize,
+                min(chunk, buffer.size - j * chunk) * itemsize,
+            )
+            for j in range(count)
+        ]
 
     def library_matmul(
         self,

@@ -89,6 +89,11 @@ class Runtime(ABC):
         return self.max_buffer_bytes
 
     @property
+    def max_bindings(self) -> int:
+        """The most buffers one kernel may bind (a tensor bound in windows takes one per window)."""
+        return 1 << 16
+
+    @property
     def window_alignment(self) -> int:
         """The byte alignment of a window's start."""
         return 1
