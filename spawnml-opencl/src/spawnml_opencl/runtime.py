@@ -68,6 +68,7 @@ class OpenCLRuntime(Runtime):
         super().__init__()
         self.device = device
         self.float64 = "cl_khr_fp64" in device.extensions.split()
+        self.on_cpu = bool(device.type & cl.device_type.CPU)
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device)
         self._uploads: list[cl.Event] = []

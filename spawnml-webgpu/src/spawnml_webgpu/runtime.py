@@ -38,6 +38,7 @@ class WebGPURuntime(Runtime):
         super().__init__()
         self.wgpu, self.adapter = wgpu, adapter
         self.float64 = "shader-f64" in adapter.features  # a native feature of wgpu, off the WebGPU spec
+        self.on_cpu = adapter.info["adapter_type"] == "CPU"
         self.device = adapter.request_device_sync(
             required_features=["shader-f64"] if self.float64 else [],
             required_limits={k: adapter.limits[k] for k in LIMITS},

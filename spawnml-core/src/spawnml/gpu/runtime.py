@@ -54,6 +54,9 @@ class Runtime(ABC):
     pool_bytes = POOL_BYTES
     #: Whether kernels may compute in float64 (the device has double precision).
     float64 = False
+    #: Whether the device is a CPU (a software rasterizer, PoCL): kernels may then pick variants
+    #: without workgroup memory, which such devices run as loops switched at every barrier.
+    on_cpu = False
 
     def __init__(self) -> None:
         self.lock = threading.RLock()

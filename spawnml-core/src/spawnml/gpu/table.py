@@ -9,7 +9,6 @@ free for initializers, which keep their host values, one small read-back otherwi
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from functools import cache
 
@@ -406,24 +405,12 @@ def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     if out.size:
         steps = {"a_step": m * k if a3.size > m * k else 0, "b_step": k * n if b3.size > k * n else 0}
         if a.elem != f32 or not ctx.backend.library_matmul(a3, b3, out, count, m, n, k, **steps):
-            blocking = DIRECT.fitted(m, n) if _runs_on_cpu(ctx) else TILED
+            # CPU devices (lavapipe, PoCL) take the blocking without workgroup memory (see batched_matmul).
+            blocking = DIRECT.fitted(m, n) if ctx.backend.runtime.on_cpu else TILED
             kernel, grid = batched_matmul(a.elem, blocking), blocking.grid(m, n, count)
             ctx.backend.launch(kernel, [a3, b3, out], grid, M=m, N=n, K=k, **steps)
     shape = [*batch, *([m] if len(a.shape) > 1 else []), *([n] if len(b.shape) > 1 else [])]
     return out.view(tuple(shape))
-
-
-#: Per open runtime, whether its device is a CPU (describing a device can query the driver).
-_ON_CPU: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
-
-
-def _runs_on_cpu(ctx: KernelContext) -> bool:
-    """Whether the device is a CPU (lavapipe, PoCL), which its runtime's description says: products
-    there take the blocking without workgroup memory (see :mod:`~spawnml.kernel.library.batched_matmul`)."""
-    runtime = ctx.backend.runtime
-    if runtime not in _ON_CPU:
-        _ON_CPU[runtime] = "(CPU" in runtime.describe()
-    return _ON_CPU[runtime]
 
 
 def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
