@@ -72,12 +72,12 @@ def attention(
     scale = attrs.get("scale")
     factor = np.float32(1) / np.sqrt(np.float32(size)) if scale is None else np.float32(scale)
     root = np.sqrt(factor)  # Q and K are each scaled by its square root, as the operator defines
-    keys = permuted(ctx, _scaled(ctx, k, root), [0, 1, 3, 2])
-    queries = _scaled(ctx, q, root).view((batch, kv_heads, group * q_len, size))
+    keys = permuted(ctx, scaled(ctx, k, root), [0, 1, 3, 2])
+    queries = scaled(ctx, q, root).view((batch, kv_heads, group * q_len, size))
     raw = matmul(ctx, queries, keys).view((batch, heads, q_len, kv_len))
     cap = float(attrs.get("softcap", 0.0))
     capped = _soft_cap(ctx, raw, cap) if cap > 0 else raw
-    biased, probs = _masked_softmax(ctx, capped, mask, nonpad_kv_seqlen, past)
+    biased, probs = masked_softmax(ctx, capped, mask, nonpad_kv_seqlen, past)
     y = matmul(ctx, probs.view((batch, kv_heads, group * q_len, kv_len)), v)
     y = y.view((batch, heads, q_len, v.shape[3]))
     if packed:
@@ -93,7 +93,7 @@ def _split(ctx: KernelContext, x: DeviceArray, heads: int) -> DeviceArray:
     return permuted(ctx, x.view((batch, sequence, heads, hidden // heads)), [0, 2, 1, 3])
 
 
-def _scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
+def scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
     steps = (step("Mul", [0, 1], x.dtype.name),)
     return run_chain(ctx, steps, [x, scalar(ctx, factor)], "attention_scale")
 
@@ -105,7 +105,7 @@ def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArra
     return run_chain(ctx, steps, [scores, scalar(ctx, cap)], "attention_soft_cap")
 
 
-def _masked_softmax(
+def masked_softmax(
     ctx: KernelContext,
     scores: DeviceArray,
     mask: DeviceArray | None,

@@ -16,7 +16,7 @@ from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..ops.defs.attention import PREVIEW
 from .array import DeviceArray
-from .attention import _masked_softmax, _scaled
+from .attention import masked_softmax, scaled
 from .table import GPU_KERNELS, cast_to, matmul, permuted
 
 FLOAT32 = np.dtype(np.float32)
@@ -57,11 +57,11 @@ def flex_attention(ctx: KernelContext, q: DeviceArray, k: DeviceArray, v: Device
     scale = ctx.attrs.get("scale")
     factor = np.float32(1) / np.sqrt(np.float32(size)) if scale is None else np.float32(scale)
     root = np.float32(np.sqrt(factor).astype(q.dtype))
-    keys = permuted(ctx, _scaled(ctx, k, root), [0, 1, 3, 2])
-    queries = _scaled(ctx, q, root).view((batch, kv_heads, group * q_len, size))
+    keys = permuted(ctx, scaled(ctx, k, root), [0, 1, 3, 2])
+    queries = scaled(ctx, q, root).view((batch, kv_heads, group * q_len, size))
     products = matmul(ctx, queries, keys)
     scores = DeviceArray(products.storage, (batch, heads, q_len, kv_len), FLOAT32)  # as held: float32
-    _, probs = _masked_softmax(ctx, _modified(ctx, "score_mod", scores), None, None, 0)
+    _, probs = masked_softmax(ctx, _modified(ctx, "score_mod", scores), None, None, 0)
     probs = _modified(ctx, "prob_mod", probs)
     y = matmul(ctx, probs.view((batch, kv_heads, group * q_len, kv_len)), v)
     return DeviceArray(y.storage, (batch, heads, q_len, v.shape[3]), v.dtype)
