@@ -176,7 +176,7 @@ class GPUBackend(Backend):
         storage = Storage(self.runtime, array.nbytes)
         storage.runtime.copy_in(storage.handle, array)
         self._count(bytes_to_device=array.nbytes)
-        return DeviceArray(storage, array.shape, np.dtype(np.int32), None)
+        return DeviceArray(storage, array.shape, array.dtype, None)
 
     def _count(self, launches: int = 0, bytes_to_device: int = 0, bytes_from_device: int = 0) -> None:
         device = self.device()
