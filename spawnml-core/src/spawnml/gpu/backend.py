@@ -138,7 +138,8 @@ class GPUBackend(Backend):
         nbytes = buffer.size * buffer.elem.bits // 8
         data = runtime.copy_out(buffer.handle, nbytes) if nbytes else b""
         self._count(bytes_from_device=nbytes)
-        return np.frombuffer(data, buffer.elem.numpy).astype(buffer.dtype).reshape(buffer.shape)
+        with np.errstate(invalid="ignore", over="ignore"):  # float32 past a narrower float: inf / NaN
+            return np.frombuffer(data, buffer.elem.numpy).astype(buffer.dtype).reshape(buffer.shape)
 
     def shape_of(self, buffer: DeviceArray) -> tuple[int, ...]:
         return buffer.shape
