@@ -60,13 +60,15 @@ class Node:
     name: str = ""
     domain: str = DEFAULT_DOMAIN
 
-    def subgraphs(self) -> Iterator[Graph]:
+    def subgraphs(self) -> list[Graph]:
         """The graphs held in this node's attributes (If branches, Loop and Scan bodies)."""
+        found = []
         for value in self.attrs.values():
             if isinstance(value, Graph):
-                yield value
+                found.append(value)
             elif isinstance(value, list):
-                yield from (item for item in value if isinstance(item, Graph))
+                found += [item for item in value if isinstance(item, Graph)]
+        return found
 
     def label(self) -> str:
         """A name for messages: the node's name, or its type and first output."""
@@ -129,8 +131,9 @@ class Graph:
                 if out:
                     producer[out] = index
         defined = set(outer) | set(self.initializers) | {v.name for v in self.inputs}
-        for node in self.nodes:
-            for name in self._reads(node):
+        reads = [self._reads(node) for node in self.nodes]
+        for node, names in zip(self.nodes, reads, strict=True):
+            for name in names:
                 if name not in producer and name not in defined:
                     raise InvalidGraphError(
                         f"node {node.label()!r} ({node.op_type}) reads {name!r}, which no node, "
@@ -144,8 +147,8 @@ class Graph:
         # is kept wherever it is already valid.
         waiting = [0] * len(self.nodes)
         consumers: dict[int, list[int]] = {}
-        for index, node in enumerate(self.nodes):
-            for source in {producer[n] for n in self._reads(node) if n in producer}:
+        for index, names in enumerate(reads):
+            for source in {producer[n] for n in names if n in producer}:
                 waiting[index] += 1
                 consumers.setdefault(source, []).append(index)
         ready = [i for i, count in enumerate(waiting) if count == 0]
@@ -166,18 +169,18 @@ class Graph:
     @staticmethod
     def _reads(node: Node) -> set[str]:
         """Names a node reads: its inputs and the outer names its subgraphs use."""
-        names = {name for name in node.inputs if name}
+        names = set(node.inputs)
+        names.discard("")
         for body in node.subgraphs():
             names |= body.free_names()
         return names
 
     def free_names(self) -> set[str]:
         """Names this graph reads from enclosing scopes."""
-        defined = set(self.initializers) | {v.name for v in self.inputs}
+        defined = set(self.initializers)
+        defined.update(value.name for value in self.inputs)
+        used = {value.name for value in self.outputs}
         for node in self.nodes:
             defined.update(node.outputs)
-        used: set[str] = set()
-        for node in self.nodes:
             used |= self._reads(node)
-        used |= {v.name for v in self.outputs}
         return used - defined
