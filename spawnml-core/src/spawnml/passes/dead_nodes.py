@@ -7,14 +7,19 @@ from ..ir import Graph
 
 def eliminate_dead_nodes(graph: Graph) -> int:
     """Remove nodes whose outputs nothing reads; return how many nodes went."""
+    producer = {name: node for node in graph.nodes for name in node.outputs if name}
     live = {value.name for value in graph.outputs}
-    kept = []
-    for node in reversed(graph.toposort(frozenset(graph.free_names()))):
-        if any(name in live for name in node.outputs if name):
-            kept.append(node)
-            live |= Graph._reads(node)
-    removed = len(graph.nodes) - len(kept)
-    alive = {id(node) for node in kept}
+    alive: set[int] = set()
+    pending = list(live)
+    while pending:  # back from the outputs through the producers of what live nodes read
+        node = producer.get(pending.pop())
+        if node is None or id(node) in alive:
+            continue
+        alive.add(id(node))
+        reads = Graph._reads(node) - live
+        live |= reads
+        pending += reads
+    removed = len(graph.nodes) - len(alive)
     graph.nodes = [node for node in graph.nodes if id(node) in alive]
     feedable = {value.name for value in graph.inputs}
     graph.initializers = {
