@@ -28,7 +28,7 @@ NONDETERMINISTIC = frozenset(
 
 def fold_constants(graph: Graph, ctx: PassContext) -> int:
     """Replace every foldable node by initializers holding its outputs; return how many."""
-    folded = 0
+    folded: set[int] = set()
     outputs = output_names(graph)
     free = graph.free_names()
     outer = {name: ctx.outer[name] for name in free if name in ctx.outer}
@@ -39,10 +39,10 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
         results = _constant(graph, node, ctx) if standard else evaluate(graph, node, ctx, outer)
         if results is None:
             continue
-        graph.nodes.remove(node)
         graph.initializers.update(results)
-        folded += 1
-    return folded
+        folded.add(id(node))
+    graph.nodes = [node for node in graph.nodes if id(node) not in folded]
+    return len(folded)
 
 
 def _foldable(graph: Graph, node: Node, outputs: set[str], outer: Mapping[str, np.ndarray]) -> bool:

@@ -15,8 +15,8 @@ def fold_shapes(graph: Graph, ctx: PassContext) -> int:
     """Replace ``Shape``/``Size`` nodes of fully known shapes by int64 initializers; return how many."""
     types = ctx.types(graph)
     outputs = output_names(graph)
-    folded = 0
-    for node in list(graph.nodes):
+    folded: set[int] = set()
+    for node in graph.nodes:
         if node.domain or node.op_type not in ("Shape", "Size") or node.outputs[0] in outputs:
             continue
         known = types.get(node.inputs[0])
@@ -28,7 +28,7 @@ def fold_shapes(graph: Graph, ctx: PassContext) -> int:
         else:
             start, end = node.attrs.get("start", 0), node.attrs.get("end")
             value = np.array(dims[slice(start, end)], dtype=np.int64)
-        graph.nodes.remove(node)
         graph.initializers[node.outputs[0]] = value
-        folded += 1
-    return folded
+        folded.add(id(node))
+    graph.nodes = [node for node in graph.nodes if id(node) not in folded]
+    return len(folded)
