@@ -20,27 +20,34 @@ def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
     """Replace each matched layer-normalization subgraph by one node; return how many."""
     types = ctx.types(graph)
     fused = 0
+    made, readers = producers(graph), consumers(graph)
     for div in [node for node in graph.nodes if node.op_type == "Div" and not node.domain]:
-        match = _match(graph, div, types)
+        match = _match(graph, div, types, made, readers)
         if match is None:
             continue
         x, epsilon, gamma, beta, output, nodes = match
-        inputs = [x, _vector(graph, gamma)] + ([_vector(graph, beta)] if beta is not None else [])
+        params = [_vector(graph, gamma)] + ([_vector(graph, beta)] if beta is not None else [])
         fused_node = Node(
-            "LayerNormalization", inputs, [output], {"axis": -1, "epsilon": epsilon}, name=div.name
+            "LayerNormalization", [x, *params], [output], {"axis": -1, "epsilon": epsilon}, name=div.name
         )
         if not ctx.may_replace(graph, nodes, fused_node):
+            for name in params:  # a pass that changes nothing leaves the graph as it was
+                del graph.initializers[name]
             continue
         graph.nodes[graph.nodes.index(div)] = fused_node
         remove_nodes(graph, [node for node in nodes if node is not div])
+        made, readers = producers(graph), consumers(graph)
         fused += 1
     return fused
 
 
 def _match(
-    graph: Graph, div: Node, types: dict[str, TensorType]
+    graph: Graph,
+    div: Node,
+    types: dict[str, TensorType],
+    made: dict[str, Node],
+    readers: dict[str, list[Node]],
 ) -> tuple[str, float, np.ndarray, np.ndarray | None, str, list[Node]] | None:
-    made, readers = producers(graph), consumers(graph)
     chain = _chain(made, div.inputs[1], ("Sqrt", "Add", "ReduceMean", "Pow"))
     centred = made.get(div.inputs[0])
     if chain is None or not _is(centred, "Sub"):
