@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -127,11 +127,12 @@ def _optimize_graph(
     """Optimize ``graph`` in place, then the bodies of its nodes; ``outer`` and ``outer_types`` are
     the constants and the known types of the enclosing scopes' values."""
     ctx = PassContext(operators, providers, outer, outer_types)
-    _until_stable(graph, ctx, BASIC_PASSES)
+    rounds = _Rounds(graph, ctx)
+    rounds.until_stable(BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
-        _until_stable(graph, ctx, EXTENDED_PASSES + BASIC_PASSES)
+        rounds.until_stable(EXTENDED_PASSES + BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
-        _until_stable(graph, ctx, ALL_PASSES)
+        rounds.until_stable(ALL_PASSES)
     bodies = [body for node in graph.nodes for body in node.subgraphs()]
     if not bodies:
         return
@@ -146,16 +147,37 @@ def _optimize_graph(
     eliminate_dead_nodes(graph)  # what the bodies no longer read
 
 
-def _until_stable(graph: Graph, ctx: PassContext, passes: Sequence[Pass]) -> None:
-    for _ in range(MAX_ROUNDS):
-        changed = 0
-        for run in passes:
-            if run(graph, ctx):
-                ctx.changed()
+@dataclass
+class _Rounds:
+    """Rounds of passes over one graph until none changes it.
+
+    A pass that found nothing to do is not run again until the graph has changed: passes
+    depend on the graph alone, so it would find nothing again.
+    """
+
+    graph: Graph
+    ctx: PassContext
+    edits: int = 0  # how many times the graph has changed
+    idle: dict[Pass | None, int] = field(default_factory=dict)  # pass (None: dead nodes) -> edits then
+
+    def until_stable(self, passes: Sequence[Pass]) -> None:
+        for _ in range(MAX_ROUNDS):
+            changed = 0
+            for run in passes:
+                if self.idle.get(run) == self.edits:
+                    continue
+                if run(self.graph, self.ctx):
+                    self.ctx.changed()
+                    self.edits += 1
+                    changed += 1
+                else:
+                    self.idle[run] = self.edits
+            if self.idle.get(None) != self.edits and eliminate_dead_nodes(self.graph):
+                self.edits += 1
                 changed += 1
-        changed += eliminate_dead_nodes(graph)
-        if not changed:
-            return
+            self.idle[None] = self.edits
+            if not changed:
+                return
 
 
 def _copy(graph: Graph) -> Graph:
