@@ -1,0 +1,85 @@
+"""ConvTranspose on the CPU against onnxruntime: kernels equal to their strides (the taps tile the
+output, as in PP-OCRv4 det's 2x2 stride-2 upsampling).
+
+float32 results agree within ``rtol=1e-4, atol=1e-5`` (a different summation order), as do
+float64 ones with onnx's reference evaluator, float16 ones within ``1e-2`` (the reference
+accumulates in float16).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import spawnml
+from onnx.reference import ReferenceEvaluator
+from spawnml_cpu.kernels.conv_transpose import taps_tile
+
+from tests.ops.conftest import assert_close, make_model, run_both
+
+PRODUCT = {"rtol": 1e-4, "atol": 1e-5}
+HALF = {"rtol": 1e-2, "atol": 1e-2}
+FOLDED = {"rtol": 1e-5, "atol": 1e-5}
+
+rng = np.random.default_rng(11)
+
+
+def randn(*shape: int, dtype=np.float32) -> np.ndarray:
+    return rng.standard_normal(shape).astype(dtype)
+
+
+TILING_CASES = [
+    ((1, 6, 5, 7), (6, 4, 2, 2), {"strides": [2, 2]}),
+    ((2, 4, 3, 5), (4, 3, 2, 2), {"strides": [2, 2], "group": 2}),
+    ((1, 3, 4, 5), (3, 2, 3, 2), {"strides": [3, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 3, 4, 5), (3, 2, 1, 1), {}),
+    ((2, 3, 7), (3, 5, 4), {"strides": [4]}),
+    ((1, 8, 300, 40), (8, 24, 2, 2), {"strides": [2, 2]}),  # several row tiles, the last one short
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", TILING_CASES)
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_transpose_whose_taps_tile_the_output(x_shape, w_shape, attrs, bias):
+    assert taps_tile(attrs, x_shape[2:], w_shape[2:])
+    channels = w_shape[1] * attrs.get("group", 1)
+    feeds = {"x": randn(*x_shape)}
+    weights = {"w": randn(*w_shape), **({"b": randn(channels)} if bias else {})}
+    ours, reference = run_both(make_model("ConvTranspose", feeds, initializers=weights, **attrs), feeds)
+    assert_close(ours, reference, **PRODUCT)
+    assert ours[0].flags.c_contiguous
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float64, PRODUCT), (np.float16, HALF)])
+def test_conv_transpose_tiling_in_other_float_types(dtype, tolerance):
+    """Against onnx's reference evaluator: onnxruntime's CPU ConvTranspose is float32 only."""
+    feeds = {"x": randn(2, 4, 6, 5, dtype=dtype)}
+    weights = {"w": randn(4, 3, 2, 2, dtype=dtype), "b": randn(3, dtype=dtype)}
+    model = make_model("ConvTranspose", feeds, initializers=weights, strides=[2, 2])
+    ours = spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"]).run(None, feeds)
+    assert_close(ours, ReferenceEvaluator(model).run(None, feeds), **tolerance)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"strides": [2, 2], "pads": [1, 0, 0, 1]},
+        {"strides": [2, 2], "output_padding": [1, 1]},
+        {"strides": [2, 2], "dilations": [2, 1]},
+        {"strides": [1, 2]},
+    ],
+)
+def test_conv_transpose_where_taps_do_not_tile(attrs):
+    assert not taps_tile(attrs, (4, 5), (2, 2))
+    feeds = {"x": randn(1, 3, 4, 5)}
+    weights = {"w": randn(3, 2, 2, 2), "b": randn(2)}
+    ours, reference = run_both(make_model("ConvTranspose", feeds, initializers=weights, **attrs), feeds)
+    assert_close(ours, reference, **PRODUCT)
+
+
+def test_empty_batch():
+    feeds = {"x": np.zeros((0, 3, 4, 5), np.float32)}
+    weights = {"w": randn(3, 2, 2, 2)}
+    ours, reference = run_both(
+        make_model("ConvTranspose", feeds, initializers=weights, strides=[2, 2]), feeds
+    )
+    assert_close(ours, reference, **PRODUCT)
