@@ -49,9 +49,13 @@ class Value:
         return None if self.shape is None else len(self.shape)
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    """One operator application. An empty input name marks an omitted optional input."""
+    """One operator application. An empty input name marks an omitted optional input.
+
+    Nodes compare by identity: two applications of an operator are distinct even when alike
+    (and finding one in a node list does not compare every field of the others).
+    """
 
     op_type: str
     inputs: list[str]
