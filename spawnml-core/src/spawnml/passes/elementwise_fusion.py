@@ -36,10 +36,10 @@ FUSIBLE = frozenset(
 
 def fuse_elementwise(graph: Graph, ctx: PassContext) -> int:
     """Replace each chain of two or more fusible float32 nodes by one fused node; return how many."""
-    types, readers, outputs = ctx.types(graph), consumers(graph), output_names(graph)
+    readers, outputs = consumers(graph), output_names(graph)
     chains: dict[str, list[Node]] = {}  # each chain so far, by its output (read outside it alone)
     for node in graph.nodes:
-        if not _fusible(graph, ctx, node, types):
+        if not _fusible(graph, ctx, node):
             continue
         chain = [node]
         grown = True
@@ -60,11 +60,12 @@ def fuse_elementwise(graph: Graph, ctx: PassContext) -> int:
     return sum(1 for nodes in chains.values() if len(nodes) > 1 and _replace(graph, ctx, nodes))
 
 
-def _fusible(graph: Graph, ctx: PassContext, node: Node, types: dict) -> bool:
+def _fusible(graph: Graph, ctx: PassContext, node: Node) -> bool:
     if node.domain or node.op_type not in FUSIBLE or len(node.outputs) != 1 or any(node.subgraphs()):
         return False
     if ctx.operators.lookup("", node.op_type, graph.opset()) is None:
         return False
+    types = ctx.types(graph)
     values = [name for name in (*node.inputs, *node.outputs) if name]
     return all(name in types and types[name].dtype == FLOAT32 for name in values)
 

@@ -14,11 +14,14 @@ from .graph_edit import bypass, constant, consumers
 
 #: Operators that only rearrange or repeat data: a no-op when the shape is unchanged.
 SHAPE_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Expand", "Tile"})
+#: Operators whose removal depends on the inferred types.
+TYPED_OPS = SHAPE_OPS | {"Cast", "Transpose"}
 
 
 def eliminate_no_ops(graph: Graph, ctx: PassContext) -> int:
     """Remove every no-op node, reconnecting its readers to its input; return how many."""
-    types = ctx.types(graph)
+    typed = any(node.op_type in TYPED_OPS and not node.domain for node in graph.nodes)
+    types = ctx.types(graph) if typed else {}
     readers = consumers(graph)
     removed = 0
     for node in list(graph.nodes):

@@ -18,11 +18,10 @@ from .graph_edit import constant, consumers, fresh_name, output_names, producers
 
 def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
     """Replace each matched layer-normalization subgraph by one node; return how many."""
-    types = ctx.types(graph)
     fused = 0
     made, readers = producers(graph), consumers(graph)
     for div in [node for node in graph.nodes if node.op_type == "Div" and not node.domain]:
-        match = _match(graph, div, types, made, readers)
+        match = _match(graph, ctx, div, made, readers)
         if match is None:
             continue
         x, epsilon, gamma, beta, output, nodes = match
@@ -43,8 +42,8 @@ def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
 
 def _match(
     graph: Graph,
+    ctx: PassContext,
     div: Node,
-    types: dict[str, TensorType],
     made: dict[str, Node],
     readers: dict[str, list[Node]],
 ) -> tuple[str, float, np.ndarray, np.ndarray | None, str, list[Node]] | None:
@@ -63,7 +62,7 @@ def _match(
     mean = made.get(mean_name)
     if not _is(mean, "ReduceMean") or mean.inputs[0] != x:
         return None
-    rank = types.get(x, TensorType(None, None)).shape
+    rank = ctx.types(graph).get(x, TensorType(None, None)).shape
     if rank is None or not all(_last_axis(graph, node, len(rank)) for node in (mean, variance)):
         return None
     scale = _single_reader(readers, div.outputs[0])

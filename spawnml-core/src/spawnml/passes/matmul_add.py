@@ -9,7 +9,8 @@ from .graph_edit import constant, consumers, only_reader, producers
 
 def fuse_matmul_add(graph: Graph, ctx: PassContext) -> int:
     """Replace MatMul(A, B) + C by Gemm(A, B, C) for rank-2 float A; return how many."""
-    types = ctx.types(graph)
+    if not any(node.op_type == "MatMul" and not node.domain for node in graph.nodes):
+        return 0
     made, readers = producers(graph), consumers(graph)
     fused = 0
     for add in list(graph.nodes):
@@ -21,7 +22,7 @@ def fuse_matmul_add(graph: Graph, ctx: PassContext) -> int:
                 continue
             if only_reader(graph, readers, matmul.outputs[0]) is not add:
                 continue
-            left = types.get(matmul.inputs[0])
+            left = ctx.types(graph).get(matmul.inputs[0])
             weight, bias = constant(graph, matmul.inputs[1]), constant(graph, add.inputs[1 - index])
             if left is None or left.shape is None or len(left.shape) != 2 or weight is None or bias is None:
                 continue

@@ -13,13 +13,12 @@ from .graph_edit import output_names
 
 def fold_shapes(graph: Graph, ctx: PassContext) -> int:
     """Replace ``Shape``/``Size`` nodes of fully known shapes by int64 initializers; return how many."""
-    types = ctx.types(graph)
     outputs = output_names(graph)
     folded: set[int] = set()
     for node in graph.nodes:
         if node.domain or node.op_type not in ("Shape", "Size") or node.outputs[0] in outputs:
             continue
-        known = types.get(node.inputs[0])
+        known = ctx.types(graph).get(node.inputs[0])
         if known is None or known.shape is None or not all(isinstance(dim, int) for dim in known.shape):
             continue
         dims = [int(dim) for dim in known.shape]

@@ -13,7 +13,8 @@ from .graph_edit import consumers, output_names, producers
 
 def fuse_skip_layer_norm(graph: Graph, ctx: PassContext) -> int:
     """Replace Add -> LayerNormalization pairs by SkipLayerNormalization; return how many."""
-    types = ctx.types(graph)
+    if not any(node.op_type == "LayerNormalization" and not node.domain for node in graph.nodes):
+        return 0
     made, readers = producers(graph), consumers(graph)
     outputs = output_names(graph)
     fused = 0
@@ -23,7 +24,7 @@ def fuse_skip_layer_norm(graph: Graph, ctx: PassContext) -> int:
         add = made.get(norm.inputs[0])
         if add is None or add.op_type != "Add" or add.domain:
             continue
-        shapes = [types.get(name) for name in add.inputs]
+        shapes = [ctx.types(graph).get(name) for name in add.inputs]
         if any(known is None or known.shape is None for known in shapes):
             continue
         shape = shapes[0].shape
