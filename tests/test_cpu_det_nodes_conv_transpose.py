@@ -1,17 +1,21 @@
 """ConvTranspose on the CPU against onnxruntime: kernels equal to their strides (the taps tile the
-output, as in PP-OCRv4 det's 2x2 stride-2 upsampling).
+output, as in PP-OCRv4 det's 2x2 stride-2 upsampling), and BatchNormalization, Mul and Add folded
+into a ConvTranspose's weights.
 
 float32 results agree within ``rtol=1e-4, atol=1e-5`` (a different summation order), as do
 float64 ones with onnx's reference evaluator, float16 ones within ``1e-2`` (the reference
-accumulates in float16).
+accumulates in float16), folded graphs within ``1e-5``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import onnxruntime
 import pytest
 import spawnml
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from spawnml.session import SessionOptions
 from spawnml_cpu.kernels.conv_transpose import taps_tile
 
 from tests.ops.conftest import assert_close, make_model, run_both
@@ -83,3 +87,74 @@ def test_empty_batch():
         make_model("ConvTranspose", feeds, initializers=weights, strides=[2, 2]), feeds
     )
     assert_close(ours, reference, **PRODUCT)
+
+
+# --- folding into ConvTranspose ------------------------------------------------------
+
+
+def chain_model(group: int, attrs: dict, read_twice: bool = False) -> bytes:
+    """ConvTranspose (4 -> 6 channels) -> Add -> BatchNormalization -> Mul -> Relu, per-channel
+    constants; ``read_twice`` adds a Neg of the ConvTranspose's output as a second output."""
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["ct"], group=group, **attrs),
+        helper.make_node("Add", ["ct", "shift"], ["add"]),
+        helper.make_node("BatchNormalization", ["add", "s", "o", "m", "v"], ["bn"], epsilon=1e-3),
+        helper.make_node("Mul", ["bn", "k"], ["mul"]),
+        helper.make_node("Relu", ["mul"], ["y"]),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if read_twice:
+        nodes.append(helper.make_node("Neg", ["ct"], ["z"]))
+        outputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    weights = {
+        "w": randn(4, 6 // group, 2, 3),
+        "b": randn(6),
+        "shift": randn(1, 6, 1, 1),
+        "s": randn(6),
+        "o": randn(6),
+        "m": randn(6),
+        "v": rng.uniform(0.2, 2.0, 6).astype(np.float32),
+        "k": randn(6, 1, 1),
+    }
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+        outputs,
+        [numpy_helper.from_array(value, name) for name, value in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString()
+
+
+def optimized(data: bytes) -> spawnml.InferenceSession:
+    return spawnml.InferenceSession(data, SessionOptions(graph_optimization_level="extended"))
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize(
+    "attrs", [{"strides": [2, 3]}, {"strides": [2, 2], "pads": [1, 0, 0, 1], "output_padding": [1, 1]}]
+)
+def test_add_batch_norm_and_mul_fold_into_conv_transpose(group, attrs):
+    data = chain_model(group, attrs)
+    session = optimized(data)
+    assert [node.op_type for node in session.graph.nodes] == ["ConvTranspose", "Relu"]
+    feeds = {"x": randn(1, 4, 5, 5)}
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    assert_close(session.run(None, feeds), reference.run(None, feeds), **FOLDED)
+
+
+def test_conv_transpose_read_twice_is_not_folded():
+    data = chain_model(1, {"strides": [2, 2]}, read_twice=True)
+    session = optimized(data)
+    assert [node.op_type for node in session.graph.nodes] == [
+        "ConvTranspose",
+        "Add",
+        "BatchNormalization",
+        "Mul",
+        "Relu",
+        "Neg",
+    ]
+    feeds = {"x": randn(1, 4, 5, 5)}
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    assert_close(session.run(None, feeds), reference.run(None, feeds), **FOLDED)

@@ -1,10 +1,15 @@
-"""Fold a following BatchNormalization, or a per-channel Mul or Add by a constant, into a Conv.
+"""Fold a following BatchNormalization, or a per-channel Mul or Add by a constant, into a Conv
+or ConvTranspose.
 
-The Conv's weight and bias must be constants read by nothing else; new, folded copies are
-added as initializers (the originals go when dead-node elimination finds them unread).
+The convolution's weight and bias must be constants read by nothing else; new, folded copies
+are added as initializers (the originals go when dead-node elimination finds them unread).
+Conv weights hold output channels on axis 0; ConvTranspose weights ``(C, M / group, *K)`` hold
+them on axis 1, group by group.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,7 +19,7 @@ from .graph_edit import constant, consumers, fresh_name, only_reader, producers
 
 
 def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
-    """Fold BatchNormalization / Mul / Add after Conv into the Conv's weights; return how many."""
+    """Fold BatchNormalization / Mul / Add after Conv or ConvTranspose into its weights; return how many."""
     folded = 0
     made, readers = producers(graph), consumers(graph)
     for node in list(graph.nodes):
@@ -23,13 +28,14 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         conv, channel = _conv_and_channel_input(graph, node, made, readers)
         if conv is None or ctx.placement(graph, conv) is not ctx.placement(graph, node):
             continue
-        weight, bias = _weights(graph, conv)
+        layout = _Layout.of(conv)
+        weight, bias = _weights(graph, conv, layout)
         if weight is None:
             continue
         if node.op_type == "BatchNormalization":
-            folded_params = _batch_norm(graph, node, weight, bias)
+            folded_params = _batch_norm(graph, node, layout, weight, bias)
         else:
-            folded_params = _elementwise(graph, node.op_type, channel, weight, bias)
+            folded_params = _elementwise(graph, node.op_type, channel, layout, weight, bias)
         if folded_params is None:
             continue
         new_weight, new_bias = folded_params
@@ -80,21 +86,44 @@ def _conv_and_channel_input(
 
 
 def _is_conv(node: Node | None) -> bool:
-    return node is not None and node.op_type == "Conv" and not node.domain
+    return node is not None and node.op_type in ("Conv", "ConvTranspose") and not node.domain
 
 
-def _weights(graph: Graph, conv: Node) -> tuple[np.ndarray | None, np.ndarray]:
+@dataclass(frozen=True)
+class _Layout:
+    """Where a convolution's weight holds its output channels."""
+
+    transposed: bool
+    group: int
+
+    @classmethod
+    def of(cls, conv: Node) -> _Layout:
+        return cls(conv.op_type == "ConvTranspose", conv.attrs.get("group", 1))
+
+    def channels(self, weight: np.ndarray) -> int:
+        """The number of output channels."""
+        return weight.shape[1] * self.group if self.transposed else weight.shape[0]
+
+    def scaled(self, weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
+        """``weight`` with each output channel's taps multiplied by its ``factor``."""
+        if not self.transposed:
+            return weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))
+        grouped = weight.reshape(self.group, -1, *weight.shape[1:])
+        return (grouped * factor.reshape(self.group, 1, -1, *(1,) * (weight.ndim - 2))).reshape(weight.shape)
+
+
+def _weights(graph: Graph, conv: Node, layout: _Layout) -> tuple[np.ndarray | None, np.ndarray]:
     weight = constant(graph, conv.inputs[1])
     if weight is None or weight.dtype.kind != "f":
         return None, np.zeros(0)
     if len(conv.inputs) > 2 and conv.inputs[2]:
         bias = constant(graph, conv.inputs[2])
         return (weight, bias) if bias is not None else (None, np.zeros(0))
-    return weight, np.zeros(weight.shape[0], dtype=weight.dtype)
+    return weight, np.zeros(layout.channels(weight), dtype=weight.dtype)
 
 
 def _batch_norm(
-    graph: Graph, node: Node, weight: np.ndarray, bias: np.ndarray
+    graph: Graph, node: Node, layout: _Layout, weight: np.ndarray, bias: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     if len([name for name in node.outputs if name]) != 1 or node.attrs.get("training_mode", 0):
         return None
@@ -103,19 +132,18 @@ def _batch_norm(
         return None
     scale, shift, mean, var = (param.astype(np.float64) for param in params)  # type: ignore[union-attr]
     factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
-    return _scaled(weight, factor), (bias - mean) * factor + shift
+    return layout.scaled(weight, factor), (bias - mean) * factor + shift
 
 
 def _elementwise(
-    graph: Graph, op: str, other: str, weight: np.ndarray, bias: np.ndarray
+    graph: Graph, op: str, other: str, layout: _Layout, weight: np.ndarray, bias: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     value = constant(graph, other)
-    channels = weight.shape[0]
-    per_channel = _per_channel(value, weight.ndim, channels)
+    per_channel = _per_channel(value, weight.ndim, layout.channels(weight))
     if per_channel is None:
         return None
     if op == "Mul":
-        return _scaled(weight, per_channel), bias * per_channel
+        return layout.scaled(weight, per_channel), bias * per_channel
     return weight, bias + per_channel
 
 
@@ -127,10 +155,6 @@ def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarr
     if shape[0] != 1 or any(dim != 1 for dim in shape[2:]) or shape[1] not in (1, channels):
         return None
     return np.broadcast_to(value.reshape(-1).astype(np.float64), (channels,))
-
-
-def _scaled(weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    return weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))
 
 
 def _add(graph: Graph, base: str, array: np.ndarray) -> str:
