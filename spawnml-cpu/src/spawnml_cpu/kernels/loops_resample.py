@@ -1,9 +1,9 @@
-"""Loops compiled with numba for upsampling: the taps of transposed convolutions whose kernel
-equals their stride.
+"""Loops compiled with numba for upsampling: nearest Resize over the last two axes, and the
+taps of transposed convolutions whose kernel equals their stride.
 
 Imported on first use (numba takes a while to import); compiled once per element type and
-cached next to this file. The loops write every output element once, row by row, so that the
-output is not walked again by numpy's strided copies or additions.
+cached next to this file. Both loops write every output element once, row by row, so that
+the output is not walked again by numpy's strided copies or additions.
 """
 
 from __future__ import annotations
@@ -12,6 +12,26 @@ import numba
 import numpy as np
 
 _JIT = {"nogil": True, "cache": True}
+
+
+@numba.njit(**_JIT)
+def nearest2d(x: np.ndarray, rows: np.ndarray, columns: np.ndarray, out: np.ndarray) -> None:
+    """``out[p, i, j] = x[p, rows[i], columns[j]]`` for ``x (P, H, W)`` and ``out (P, OH, OW)``.
+
+    Output rows that read the same input row as the row before are copied from it.
+    """
+    planes, height = out.shape[:2]
+    width = columns.shape[0]
+    for p in range(planes):
+        i = 0
+        while i < height:
+            source, target = x[p, rows[i]], out[p, i]
+            for j in range(width):
+                target[j] = source[columns[j]]
+            i += 1
+            while i < height and rows[i] == rows[i - 1]:
+                out[p, i] = target
+                i += 1
 
 
 @numba.njit(**_JIT)

@@ -1,7 +1,11 @@
 """Resize and Upsample, one axis at a time: each output position reads a few input taps
 with weights (one tap without weights for nearest). Coordinates are computed in float32,
 in the order onnxruntime uses, so that nearest picks the same pixels. Integer inputs
-interpolate in floating point and truncate, as onnxruntime does."""
+interpolate in floating point and truncate, as onnxruntime does.
+
+Nearest resizing of the last two axes, the images' height and width, is one pass of a
+compiled loop (:mod:`.loops_resample`) that copies elements as unsigned words of their size;
+other axes, and elements that are Python objects or of other sizes, are gathered by numpy."""
 
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ TRANSFORMS = frozenset(
 NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
 MODES = frozenset({"nearest", "linear", "cubic"})
 POLICIES = frozenset({"stretch", "not_larger", "not_smaller"})
+#: The unsigned words the compiled nearest loop copies elements as, by element size.
+WORDS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,22 @@ def _resample_axis(x: np.ndarray, dim: int, taps: Taps) -> np.ndarray:
     return (gathered * weight).sum(axis=dim)
 
 
+def _nearest_last_axes(x: np.ndarray, rows: np.ndarray | None, columns: np.ndarray | None) -> np.ndarray:
+    """``x[..., rows, :][..., columns]`` (None: the axis as it is) in one pass of the compiled loop."""
+    from . import loops_resample
+
+    planes = np.ascontiguousarray(x if x.ndim > 1 else x[None])
+    *lead, height, width = planes.shape
+    rows = np.arange(height) if rows is None else rows
+    columns = np.arange(width) if columns is None else columns
+    y = np.empty((*lead, rows.size, columns.size), dtype=x.dtype)
+    if y.size:
+        word = WORDS[x.dtype.itemsize]
+        source = planes.reshape(-1, height, width).view(word)
+        loops_resample.nearest2d(source, rows, columns, y.reshape(-1, rows.size, columns.size).view(word))
+    return y if x.ndim > 1 else y[0]
+
+
 def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[F32, F32]]:
     full = [(F32(0), F32(1))] * rank
     if roi is None or roi.size == 0:
@@ -169,14 +191,21 @@ def resample(
     nearest = as_text(attrs["mode"]) == "nearest"
     y = x if nearest else x.astype(np.promote_types(compute_dtype(x.dtype), F32), copy=False)
     outside = np.zeros((1,) * x.ndim, dtype=bool)
+    compiled = nearest and x.dtype.itemsize in WORDS and not x.dtype.hasobject
+    last: dict[int, np.ndarray] = {}  # nearest indices of the last two axes, for the compiled loop
     for dim in range(x.ndim):
         axis = Axis(x.shape[dim], out[dim], F32(factors[dim]), rois[dim])
         if axis.out == axis.size and axis.scale == 1 and not crop:
             continue
         taps = axis_taps(axis, attrs)
-        y = _resample_axis(y, dim, taps)
+        if compiled and dim >= x.ndim - 2:
+            last[dim - x.ndim] = taps.index[0]
+        else:
+            y = _resample_axis(y, dim, taps)
         if taps.outside is not None:
             outside = outside | taps.outside.reshape(-1, *(1,) * (x.ndim - dim - 1))
+    if last:
+        y = _nearest_last_axes(y, last.get(-2), last.get(-1))
     if crop and outside.any():
         y = np.where(outside, y.dtype.type(attrs["extrapolation_value"]), y)
     return _cast_like(y, x.dtype)
