@@ -62,3 +62,23 @@ def test_dead_node_elimination_keeps_what_outputs_and_subgraphs_read():
     assert eliminate_dead_nodes(graph) == 1
     assert [node.outputs[0] for node in graph.nodes] == ["outer", "y"]
     assert graph.initializers == {} and graph.value_info == {}
+
+
+def test_a_value_renamed_in_the_graph_is_renamed_in_the_subgraphs_reading_it(mock_plugins):
+    """Removing ``a = Identity(c)`` makes the If's branches read ``c``, so ``c``'s producer stays: the
+    optimizer, which keeps the branches' free names while it rewrites the graph around them, sees
+    them change."""
+    branch = Graph(nodes=[Node("Scale", ["a"], ["b"], domain=MOCK_DOMAIN)], outputs=[Value("b")])
+    graph = Graph(
+        nodes=[
+            Node("Scale", ["x"], ["c"], domain=MOCK_DOMAIN),
+            Node("Identity", ["c"], ["a"]),
+            Node("If", ["cond"], ["y"], {"then_branch": branch, "else_branch": branch}),
+        ],
+        inputs=[Value("x", F32, (2,)), Value("cond", np.dtype(bool), ())],
+        outputs=[Value("y", F32, (2,))],
+        opset_imports={"": 17, MOCK_DOMAIN: 1},
+    )
+    optimized = optimize(graph, "all", [plugins.backends()["mock"]], plugins.operators())
+    assert [node.op_type for node in optimized.toposort()] == ["Scale", "If"]
+    assert optimized.nodes[1].attrs["then_branch"].nodes[0].inputs == ["c"]

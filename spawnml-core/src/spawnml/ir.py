@@ -91,6 +91,9 @@ class Graph:
     opset_imports: dict[str, int] = field(default_factory=dict)
     name: str = "graph"
     metadata: dict[str, str] = field(default_factory=dict)
+    #: Whether :meth:`free_names` keeps its answer, and the answer kept (see :meth:`remember_free_names`).
+    _remember: bool = field(default=False, init=False, repr=False, compare=False)
+    _free_names: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def opset(self, domain: str = DEFAULT_DOMAIN) -> int:
         """The imported version of an operator set (``""`` and ``ai.onnx`` are the same)."""
@@ -181,10 +184,25 @@ class Graph:
 
     def free_names(self) -> set[str]:
         """Names this graph reads from enclosing scopes."""
+        if self._free_names is not None:
+            return set(self._free_names)
         defined = set(self.initializers)
         defined.update(value.name for value in self.inputs)
         used = {value.name for value in self.outputs}
         for node in self.nodes:
             defined.update(node.outputs)
             used |= self._reads(node)
-        return used - defined
+        free = used - defined
+        if self._remember:
+            self._free_names = frozenset(free)
+        return free
+
+    def remember_free_names(self, remember: bool = True) -> None:
+        """Have :meth:`free_names` keep its answer (or stop), for a caller that edits the graph
+        meanwhile only where it calls :meth:`forget_free_names` (the optimizer does, for the
+        subgraphs of the graph it rewrites: every pass asks for them, most never change them)."""
+        self._remember, self._free_names = remember, None
+
+    def forget_free_names(self) -> None:
+        """Drop the answer :meth:`free_names` kept: the graph or one of its subgraphs was edited."""
+        self._free_names = None

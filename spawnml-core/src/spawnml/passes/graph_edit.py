@@ -52,6 +52,7 @@ def rename_uses(graph: Graph, old: str, new: str) -> None:
             if old in body.free_names():
                 rename_uses(body, old, new)
                 body.outputs = [_renamed(value, old, new) for value in body.outputs]
+    graph.forget_free_names()
 
 
 def _renamed(value: Value, old: str, new: str) -> Value:

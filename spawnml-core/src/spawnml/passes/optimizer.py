@@ -127,13 +127,18 @@ def _optimize_graph(
     """Optimize ``graph`` in place, then the bodies of its nodes; ``outer`` and ``outer_types`` are
     the constants and the known types of the enclosing scopes' values."""
     ctx = PassContext(operators, providers, outer, outer_types)
+    held = _subgraphs(graph)
+    for body in held:  # the passes only edit them through rename_uses, which makes them forget
+        body.remember_free_names()
     rounds = _Rounds(graph, ctx)
     rounds.until_stable(BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_EXTENDED:
         rounds.until_stable(EXTENDED_PASSES + BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
         rounds.until_stable(ALL_PASSES)
-    bodies = [body for node in graph.nodes for body in node.subgraphs()]
+    for body in held:
+        body.remember_free_names(False)
+    bodies = _subgraphs(graph)
     if not bodies:
         return
     free, feedable = graph.free_names(), {value.name for value in graph.inputs}
@@ -145,6 +150,10 @@ def _optimize_graph(
         for domain, version in body.opset_imports.items():  # a fusion in a body imports on the model
             graph.opset_imports.setdefault(domain, version)
     eliminate_dead_nodes(graph)  # what the bodies no longer read
+
+
+def _subgraphs(graph: Graph) -> list[Graph]:
+    return [body for node in graph.nodes for body in node.subgraphs()]
 
 
 @dataclass
