@@ -60,9 +60,12 @@ def _batch_norm(
 def _batch_normalized(
     x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, epsilon: float
 ) -> np.ndarray:
-    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` with broadcastable statistics."""
-    inv_std = scale / np.sqrt(var + var.dtype.type(epsilon))
-    return ((x.astype(var.dtype, copy=False) - mean) * inv_std + bias).astype(x.dtype, copy=False)
+    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` with broadcastable statistics, as
+    onnxruntime computes it: ``x * factor + shift`` with the statistics folded per channel."""
+    factor = scale / np.sqrt(var + var.dtype.type(epsilon))
+    y = x.astype(var.dtype, copy=False) * factor
+    y += bias - mean * factor
+    return y.astype(x.dtype, copy=False)
 
 
 @KERNELS.register("InstanceNormalization")
