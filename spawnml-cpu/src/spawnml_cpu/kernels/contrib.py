@@ -20,7 +20,7 @@ from spawnml.ops.shapes import as_text, normalize_axis
 
 from .attention import merge_heads, sigmoid, softmax, split_heads
 from .conv import convolve
-from .elementwise import erf_ufunc
+from .elementwise import erf_gelu
 from .nn_common import compute_dtype, matmul, widen
 from .table import KERNELS
 
@@ -36,10 +36,6 @@ def _given(node: Node, index: int) -> bool:
 
 
 # Activations ---------------------------------------------------------------------------------
-
-
-def erf_gelu(x: Array) -> Array:
-    return 0.5 * x * (1 + erf_ufunc()(x / np.sqrt(x.dtype.type(2))))
 
 
 def tanh_gelu(x: Array) -> Array:

@@ -139,10 +139,20 @@ def _softplus(x: Array) -> Array:
     return np.logaddexp(0, x)
 
 
+def erf_gelu(x: Array) -> Array:
+    """``0.5 * x * (1 + erf(x / sqrt(2)))``, computed in place on one temporary: halving is exact,
+    so ``(1 + erf) * 0.5 * x`` rounds as the definition's order does."""
+    y = erf_ufunc()(x / math.sqrt(2))
+    y += 1
+    y *= 0.5
+    y *= x
+    return y
+
+
 def _gelu(attrs: Attrs, x: Array) -> Array:
     if attrs["approximate"] == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + erf_ufunc()(x / math.sqrt(2)))
+    return erf_gelu(x)
 
 
 _UFUNCS: dict[str, Callable[[Array], Array]] = {
