@@ -75,19 +75,26 @@ def _normalize(
 ) -> tuple[Array, Array | None, Array]:
     """``x`` standardized over the axes from ``axis`` (only scaled to unit root mean square
     when not ``centered``), with its mean and inverse deviation in ``stash``. Computed in the
-    wider of ``stash`` and the input's compute type."""
-    work = x.astype(np.result_type(compute_dtype(x.dtype), stash))
+    wider of ``stash`` and the input's compute type; ``x`` is left as it was, and the result is
+    a new array."""
+    work = x.astype(np.result_type(compute_dtype(x.dtype), stash), copy=False)
     axes = tuple(range(normalize_axis(axis, x.ndim), x.ndim))
     mean = work.mean(axis=axes, keepdims=True) if centered else None
     deviation = work - mean if centered else work
-    inv_std = 1 / np.sqrt((deviation * deviation).mean(axis=axes, keepdims=True) + work.dtype.type(epsilon))
-    return deviation * inv_std, None if mean is None else mean.astype(stash), inv_std.astype(stash)
+    inv_std = 1 / np.sqrt(np.square(deviation).mean(axis=axes, keepdims=True) + work.dtype.type(epsilon))
+    # the deviation is a temporary when centered: scale it in place
+    normalized = np.multiply(deviation, inv_std, out=deviation if centered else None)
+    return normalized, None if mean is None else mean.astype(stash), inv_std.astype(stash)
 
 
 def _scaled(normalized: Array, scale: Array, bias: Array | None, dtype: np.dtype) -> Array:
-    """``normalized * scale + bias`` in the compute type, rounded to ``dtype``."""
-    y = normalized.astype(np.result_type(normalized, compute_dtype(scale.dtype))) * widen(scale)
-    return (y if bias is None else y + widen(bias)).astype(dtype)
+    """``normalized * scale + bias`` in the compute type, rounded to ``dtype``; ``normalized``
+    (a temporary of :func:`_normalize`) is overwritten."""
+    y = normalized.astype(np.result_type(normalized, compute_dtype(scale.dtype)), copy=False)
+    y *= widen(scale)
+    if bias is not None:
+        y += widen(bias)
+    return y.astype(dtype, copy=False)
 
 
 def _check_stash(node: Node, opset: int) -> str | None:
@@ -129,9 +136,9 @@ def _skip_normalize(
     """Normalize ``input + skip + bias`` over the last axis; also give the statistics and the sum."""
     total = widen(x) + widen(skip)
     if bias is not None:
-        total = total + widen(bias)
+        total += widen(bias)
     normalized, mean, inv_std = _normalize(total, -1, ctx.attrs["epsilon"], FLOAT32, centered)
-    return _scaled(normalized, gamma, beta, x.dtype), mean, inv_std, total.astype(x.dtype)
+    return _scaled(normalized, gamma, beta, x.dtype), mean, inv_std, total.astype(x.dtype, copy=False)
 
 
 @KERNELS.register("SkipLayerNormalization", domain=MS)
