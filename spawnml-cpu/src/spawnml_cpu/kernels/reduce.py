@@ -121,8 +121,10 @@ def _shift_forward(total: Array, axis: int) -> Array:
 
 
 def _softmax(x: Array, axis: int) -> Array:
-    exp = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
-    return exp / np.sum(exp, axis=axis, keepdims=True)
+    exp = np.subtract(x, np.max(x, axis=axis, keepdims=True, initial=-np.inf))
+    np.exp(exp, out=exp)  # in place: each temporary is as large as x
+    exp /= np.sum(exp, axis=axis, keepdims=True)
+    return exp
 
 
 def _log_softmax(x: Array, axis: int) -> Array:
