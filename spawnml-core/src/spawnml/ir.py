@@ -150,6 +150,8 @@ class Graph:
             if value.name not in producer and value.name not in defined:
                 raise InvalidGraphError(f"graph output {value.name!r} of {self.name!r} is never produced")
 
+        if all(producer.get(name, -1) < index for index, names in enumerate(reads) for name in names):
+            return list(self.nodes)  # already in order, as loaded graphs mostly are
         # Kahn's algorithm, always taking the earliest ready node so that file order
         # is kept wherever it is already valid.
         waiting = [0] * len(self.nodes)
