@@ -87,13 +87,19 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
 
 def fresh_name(graph: Graph, base: str) -> str:
     """A value name not yet used in ``graph``."""
-    taken = set(graph.initializers) | {value.name for value in graph.inputs}
-    taken.update(name for node in graph.nodes for name in node.outputs)
     name, index = base, 0
-    while name in taken:
+    while _used(graph, name):
         index += 1
         name = f"{base}_{index}"
     return name
+
+
+def _used(graph: Graph, name: str) -> bool:
+    return (
+        name in graph.initializers
+        or any(value.name == name for value in graph.inputs)
+        or any(name in node.outputs for node in graph.nodes)
+    )
 
 
 def scalar(array: np.ndarray | None) -> float | None:
