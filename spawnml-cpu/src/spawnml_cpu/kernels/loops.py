@@ -21,6 +21,9 @@ import numpy as np
 _JIT = {"nogil": True, "cache": True}
 #: Output elements a depthwise convolution sums over all kernel taps at a time.
 _CHUNK = 1024
+#: Elements of the input phases the 3x3 depthwise loop holds at a time (16 KiB of float32: they
+#: stay in L1 between the copy and the sums).
+_PLANES_TILE = 1 << 12
 
 
 @numba.njit(inline="always")
@@ -38,41 +41,72 @@ def _phase_buffer(
     out: tuple[int, int],
     like: np.ndarray,
 ) -> tuple[np.ndarray, int]:
-    """A zeroed ``(channels, stride_h, stride_w, length)`` buffer for the phases, and its pitch.
+    """A zeroed ``(channels, stride_h, stride_w, length)`` buffer for the phases, and its pitch."""
+    length, pitch = _phase_length(kernel, strides, dilations, out)
+    return np.zeros((channels, strides[0], strides[1], length), dtype=like.dtype), pitch
 
-    One row longer than the windows reach, so that runs read past a row's end stay inside.
-    """
+
+@numba.njit(inline="always")
+def _phase_length(
+    kernel: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int], out: tuple[int, int]
+) -> tuple[int, int]:
+    """The length of each phase plane and its pitch: one row longer than the windows reach, so
+    that runs read past a row's end stay inside."""
     pitch = _reach(out[1], kernel[1], strides[1], dilations[1])
-    rows = _reach(out[0], kernel[0], strides[0], dilations[0])
-    return np.zeros((channels, strides[0], strides[1], (rows + 1) * pitch), dtype=like.dtype), pitch
+    return (_reach(out[0], kernel[0], strides[0], dilations[0]) + 1) * pitch, pitch
+
+
+@numba.njit(inline="always")
+def _row_starts(height: int, top: int, strides: tuple[int, int], length: int, pitch: int) -> np.ndarray:
+    """Where each row of an input plane goes in its channel's flattened phases, for the rows they
+    hold: row ``y`` to row ``(y + top) // stride_h`` of the phases ``((y + top) % stride_h, *)``."""
+    stride_h, stride_w = strides
+    starts = np.empty(max(0, min(height, (length // pitch) * stride_h - top)), dtype=np.int64)
+    for y in range(starts.size):
+        row, phase_h = divmod(y + top, stride_h)
+        starts[y] = phase_h * stride_w * length + row * pitch
+    return starts
 
 
 @numba.njit(**_JIT)
-def _split_phases(plane: np.ndarray, begins: tuple[int, int], pitch: int, phases: np.ndarray) -> None:
-    """Write ``plane (H, W)``, shifted by the leading pads ``begins``, into its phases.
+def _split_phases(
+    x: np.ndarray,
+    first: int,
+    starts: np.ndarray,
+    strides: tuple[int, int],
+    left: int,
+    pitch: int,
+    planes: np.ndarray,
+) -> None:
+    """Write the planes ``x[first : first + len(planes)]`` of ``x (C, H, W)`` into their phases,
+    ``planes (channels, stride_h * stride_w * length)``: each row where :func:`_row_starts`
+    says, shifted by the leading pad ``left``.
 
-    Only the places the plane covers are written: the padding stays as the buffer holds it.
+    Only the places the planes cover are written: the padding stays as the buffer holds it.
+    Pads are never negative: the offsets are said to be with max(), so that LLVM sees that the
+    indexes are not and the copies vectorize (numba wraps negative indexes around one by one).
     """
-    stride_h, stride_w, size = phases.shape
-    height, width = plane.shape
-    for y in range(height):
-        row, phase_h = divmod(y + begins[0], stride_h)
-        if row * pitch >= size:
-            break
-        source = plane[y]
-        for phase_w in range(stride_w):
-            first = (phase_w - begins[1]) % stride_w  # the first input column of this phase
-            start = row * pitch + (first + begins[1]) // stride_w
-            count = min(-(-(width - first) // stride_w), (row + 1) * pitch - start)
-            target = phases[phase_h, phase_w, start : start + max(count, 0)]
-            if stride_w == 1:  # the common strides as constants, so that the copies vectorize
-                target[:] = source[:count]
-            elif stride_w == 2:
-                for k in range(count):
-                    target[k] = source[first + k * 2]
-            else:
-                for k in range(count):
-                    target[k] = source[first + k * stride_w]
+    stride_w, width = strides[1], x.shape[2]
+    length = planes.shape[1] // (strides[0] * stride_w)
+    left = max(left, 0)
+    even, odd = (left % 2) * length + left // 2, (1 - left % 2) * length + (left + 1) // 2
+    pairs = max(0, min(width // 2, pitch - (left + 1) // 2)) if stride_w == 2 else 0
+    for c in range(planes.shape[0]):
+        for y in range(starts.size):
+            start = max(starts[y], 0)
+            if stride_w == 1:
+                at = max(start + left, 0)
+                for k in range(min(width, pitch - left)):
+                    planes[c, at + k] = x[first + c, y, k]
+                continue
+            at, after = max(start + even, 0), max(start + odd, 0)
+            for k in range(pairs):  # columns 2k and 2k + 1 in one loop, so that it vectorizes
+                planes[c, at + k] = x[first + c, y, 2 * k]
+                planes[c, after + k] = x[first + c, y, 2 * k + 1]
+            for column in range(2 * pairs, width):
+                k, phase_w = divmod(column + left, stride_w)
+                if k < pitch:
+                    planes[c, start + phase_w * length + k] = x[first + c, y, column]
 
 
 @numba.njit(inline="always")
@@ -103,10 +137,11 @@ def depthwise_conv2d(
     multiplier = outputs // channels
     buffer, pitch = _phase_buffer(1, (kernel_h, kernel_w), strides, dilations, (rows, columns), x)
     phases = buffer[0]
+    starts = _row_starts(x.shape[2], max(begins[0], 0), strides, buffer.shape[3], pitch)
     wide = np.empty(rows * pitch, dtype=out.dtype)
     for n in range(batch):
         for c in range(channels):
-            _split_phases(x[n, c], begins, pitch, phases)
+            _split_phases(x[n], c, starts, strides, begins[1], pitch, buffer.reshape(1, -1))
             for m in range(c * multiplier, (c + 1) * multiplier):
                 wide[:] = bias[m]
                 for chunk in range(0, wide.size, _CHUNK):  # a chunk of the sums stays in L1
@@ -127,57 +162,6 @@ def depthwise_conv2d(
                         target[ox] = _clamp(sums[ox], low, high)
 
 
-@numba.njit(inline="always")
-def _plane3x3(
-    padded: np.ndarray,
-    w: np.ndarray,
-    shift: float,
-    low: float,
-    high: float,
-    stride_h: int,
-    stride_w: int,
-    target: np.ndarray,
-) -> None:
-    """One output plane of a 3x3 depthwise convolution from its zero-padded input plane."""
-    w00, w01, w02 = w[0, 0], w[0, 1], w[0, 2]
-    w10, w11, w12 = w[1, 0], w[1, 1], w[1, 2]
-    w20, w21, w22 = w[2, 0], w[2, 1], w[2, 2]
-    rows, columns = target.shape
-    for oy in range(rows):
-        y = oy * stride_h
-        for ox in range(columns):
-            k = ox * stride_w
-            total = shift + w00 * padded[y, k] + w01 * padded[y, k + 1] + w02 * padded[y, k + 2]
-            total += w10 * padded[y + 1, k] + w11 * padded[y + 1, k + 1] + w12 * padded[y + 1, k + 2]
-            total += w20 * padded[y + 2, k] + w21 * padded[y + 2, k + 1] + w22 * padded[y + 2, k + 2]
-            target[oy, ox] = _clamp(total, low, high)
-
-
-@numba.njit(inline="always")
-def _plane3x3_stride2(
-    even: np.ndarray,
-    odd: np.ndarray,
-    w: np.ndarray,
-    shift: float,
-    low: float,
-    high: float,
-    target: np.ndarray,
-) -> None:
-    """:func:`_plane3x3` for strides of 2, from the even and odd columns of the padded plane, so
-    that every tap reads a contiguous run and the loop vectorizes."""
-    w00, w01, w02 = w[0, 0], w[0, 1], w[0, 2]
-    w10, w11, w12 = w[1, 0], w[1, 1], w[1, 2]
-    w20, w21, w22 = w[2, 0], w[2, 1], w[2, 2]
-    rows, columns = target.shape
-    for oy in range(rows):
-        y = oy * 2
-        for k in range(columns):
-            total = shift + w00 * even[y, k] + w01 * odd[y, k] + w02 * even[y, k + 1]
-            total += w10 * even[y + 1, k] + w11 * odd[y + 1, k] + w12 * even[y + 1, k + 1]
-            total += w20 * even[y + 2, k] + w21 * odd[y + 2, k] + w22 * even[y + 2, k + 1]
-            target[oy, k] = _clamp(total, low, high)
-
-
 @numba.njit(**_JIT)
 def depthwise_conv3x3(
     x: np.ndarray,
@@ -189,41 +173,50 @@ def depthwise_conv3x3(
     high: float,
     out: np.ndarray,
 ) -> None:
-    """:func:`depthwise_conv2d` for 3x3 kernels without dilation: each input plane copied once into
-    a zero-padded scratch plane (split into even and odd columns for strides of 2), then every
-    output pixel summed over its nine taps (the weights held in registers), biased and clamped in
-    one pass over the output."""
-    batch, channels, height, width = x.shape
+    """:func:`depthwise_conv2d` for 3x3 kernels without dilation, over the phases of a few input
+    planes at a time (:data:`_PLANES_TILE`): every output plane is summed as one run of
+    ``rows * pitch`` sums (the columns past its width are summed but not used) with the nine
+    weights in registers, biased and clamped in the same pass, then its columns copied out.
+    One run per plane vectorizes on the narrow planes too, where rows of 7 or 14 would not."""
+    batch, channels = x.shape[:2]
     multiplier = w.shape[0] // channels
-    stride_h, stride_w = strides
-    top, left = begins
     rows, columns = out.shape[2], out.shape[3]
-    halved = stride_h == stride_w == 2
-    padded = np.zeros(((rows - 1) * stride_h + 3, (columns - 1) * stride_w + 3), dtype=x.dtype)
-    even = np.zeros((padded.shape[0], columns + 1), dtype=x.dtype)  # padded columns 0, 2, 4, ...
-    odd = np.zeros_like(even)  # padded columns 1, 3, 5, ...
-    covered_rows = max(0, min(height, padded.shape[0] - top))
-    covered_columns = max(0, min(width, padded.shape[1] - left))
+    length, pitch = _phase_length((3, 3), strides, (1, 1), (rows, columns))
+    size = strides[0] * strides[1] * length  # of one channel's phases
+    tile = min(channels, max(1, _PLANES_TILE // size))
+    planes = np.zeros((tile, size), dtype=x.dtype)
+    starts = _row_starts(x.shape[2], max(begins[0], 0), strides, length, pitch)
+    taps = np.empty(9, dtype=np.int64)  # where each tap's run starts in a channel's phases
+    for i in range(3):
+        row, phase_h = divmod(i, strides[0])
+        for j in range(3):
+            column, phase_w = divmod(j, strides[1])
+            taps[3 * i + j] = (phase_h * strides[1] + phase_w) * length + row * pitch + column
+    # (max(): see _split_phases)
+    t0, t1, t2 = max(taps[0], 0), max(taps[1], 0), max(taps[2], 0)
+    t3, t4, t5 = max(taps[3], 0), max(taps[4], 0), max(taps[5], 0)
+    t6, t7, t8 = max(taps[6], 0), max(taps[7], 0), max(taps[8], 0)
+    wide = np.empty(rows * pitch, dtype=out.dtype)
+    sums = wide.reshape(rows, pitch)
     for n in range(batch):
-        for c in range(channels):
-            for y in range(covered_rows):
-                source = x[n, c, y]
-                if halved:
-                    for column in range(left, left + covered_columns):
-                        if column % 2 == 0:
-                            even[top + y, column // 2] = source[column - left]
-                        else:
-                            odd[top + y, column // 2] = source[column - left]
-                else:
-                    for k in range(covered_columns):
-                        padded[top + y, left + k] = source[k]
-            for m in range(c * multiplier, (c + 1) * multiplier):
-                if halved:
-                    _plane3x3_stride2(even, odd, w[m], bias[m], low, high, out[n, m])
-                elif stride_h == stride_w == 1:  # unit strides as constants, so that the loop vectorizes
-                    _plane3x3(padded, w[m], bias[m], low, high, 1, 1, out[n, m])
-                else:
-                    _plane3x3(padded, w[m], bias[m], low, high, stride_h, stride_w, out[n, m])
+        for first in range(0, channels, tile):
+            count = min(tile, channels - first)
+            _split_phases(x[n], first, starts, strides, begins[1], pitch, planes[:count])
+            for c in range(count):
+                plane = planes[c]
+                for m in range((first + c) * multiplier, (first + c + 1) * multiplier):
+                    w0, w1, w2 = w[m, 0, 0], w[m, 0, 1], w[m, 0, 2]
+                    w3, w4, w5 = w[m, 1, 0], w[m, 1, 1], w[m, 1, 2]
+                    w6, w7, w8 = w[m, 2, 0], w[m, 2, 1], w[m, 2, 2]
+                    shift = bias[m]
+                    for k in range(wide.size):
+                        total = shift + w0 * plane[k + t0] + w1 * plane[k + t1] + w2 * plane[k + t2]
+                        total += w3 * plane[k + t3] + w4 * plane[k + t4] + w5 * plane[k + t5]
+                        total += w6 * plane[k + t6] + w7 * plane[k + t7] + w8 * plane[k + t8]
+                        wide[k] = _clamp(total, low, high)
+                    for oy in range(rows):
+                        for ox in range(columns):
+                            out[n, m, oy, ox] = sums[oy, ox]
 
 
 @numba.njit(**_JIT)
@@ -237,8 +230,8 @@ def phases2d(
 ) -> tuple[np.ndarray, int]:
     """The phases of every channel of ``x (C, H, W)`` for a 2-D convolution, and their pitch."""
     phases, pitch = _phase_buffer(x.shape[0], kernel, strides, dilations, out, x)
-    for c in range(x.shape[0]):
-        _split_phases(x[c], begins, pitch, phases[c])
+    starts = _row_starts(x.shape[1], max(begins[0], 0), strides, phases.shape[3], pitch)
+    _split_phases(x, 0, starts, strides, begins[1], pitch, phases.reshape(x.shape[0], -1))
     return phases, pitch
 
 
