@@ -11,9 +11,9 @@ measurements on two cores shared with other processes:
 - Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
   one BLAS thread: OpenBLAS splits every GEMM into fixed shares and waits for all of them,
   which on these products (few rows: a convolution's output channels) costs more than it
-  gains, and stalls whenever another process holds a core. The kernels never
-  split a GEMM over threads of their own: OpenBLAS's calls from several threads at once
-  contend badly on a loaded machine.
+  gains, and stalls whenever another process holds a core. MatMul and Gemm products of that
+  size are cut instead into parts taken as the loops' are (:func:`split_matmul`): spans of
+  output columns, or the products of a stack, each a GEMM on one BLAS thread.
 
 Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
 equal outputs on any thread count (see :func:`.nn_common.matmul`).
@@ -24,11 +24,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 #: Parts per thread: more than one, so a thread that is kept waiting holds up little work.
 PARTS_PER_THREAD = 2
@@ -36,6 +39,9 @@ PARTS_PER_THREAD = 2
 MIN_SPLIT_WORK = 4_000_000
 #: The least GEMM work (multiply-adds) that BLAS may spread over its threads.
 BLAS_THREADS_WORK = 100_000_000
+#: Column spans of a split product start at multiples of this many columns (a 64-byte line of
+#: float32 outputs, OpenBLAS's widest float32 block), so each is computed as in the whole GEMM.
+COLUMN_STEP = 16
 
 _blas_lock = threading.Lock()
 
@@ -86,9 +92,10 @@ def spans(size: int, count: int) -> list[slice]:
     return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
 
 
-def run_parts(parts: Sequence[Callable[[], None]]) -> None:
-    """Run every part (none may call BLAS), on the calling thread and the pool's."""
-    threads = min(thread_count(), len(parts))
+def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -> None:
+    """Run every part on the calling thread and the pool's, on ``threads`` threads in all
+    (:func:`thread_count` by default); parts that call BLAS run inside :func:`one_blas_thread`."""
+    threads = min(thread_count() if threads is None else threads, len(parts))
     pending = iter(parts)
 
     def drain() -> None:
@@ -132,3 +139,53 @@ def one_blas_thread() -> Iterator[None]:
             yield
         finally:
             blas.set_num_threads(threads)
+
+
+def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``numpy.matmul(a, b)`` cut into parts for :func:`run_parts`, each a GEMM on one BLAS thread,
+    or None where that does not pay: one thread, matrix-vector products, work under
+    :data:`MIN_SPLIT_WORK` or from :data:`BLAS_THREADS_WORK` on, stacks that broadcast.
+
+    Rows of ``a`` times a matrix ``b`` are cut into spans of output columns (each part reads all
+    of ``a``, the smaller operand on these products, and its own columns of ``b``); a stack of
+    products is cut into runs of whole products.
+    """
+    if a.ndim < 2 or b.ndim < 2 or b.shape[-1] == 1:
+        return None
+    if b.ndim == 2:
+        rows, depth, columns = math.prod(a.shape[:-1]), b.shape[0], b.shape[1]
+        count = _split_count(rows, rows * depth * columns, columns // COLUMN_STEP)
+        if count == 1:
+            return None
+        flat, out = a.reshape(rows, depth), np.empty((rows, columns), np.result_type(a, b))
+        _run_products([(flat, b[:, span], out[:, span]) for span in _column_spans(columns, count)])
+        return out.reshape(*a.shape[:-1], columns)
+    if a.shape[:-2] != b.shape[:-2]:
+        return None
+    stack, (rows, depth), columns = math.prod(a.shape[:-2]), a.shape[-2:], b.shape[-1]
+    count = _split_count(rows, stack * rows * depth * columns, stack)
+    if count == 1:
+        return None
+    a3, b3 = a.reshape(stack, rows, depth), b.reshape(stack, depth, columns)
+    out = np.empty((stack, rows, columns), np.result_type(a, b))
+    _run_products([(a3[span], b3[span], out[span]) for span in spans(stack, count)])
+    return out.reshape(*a.shape[:-1], columns)
+
+
+def _split_count(rows: int, work: int, limit: int) -> int:
+    """Parts for a product of ``rows`` rows and ``work`` multiply-adds; 1 for matrix-vector ones."""
+    return 1 if rows == 1 or work >= BLAS_THREADS_WORK else part_count(work, limit)
+
+
+def _column_spans(columns: int, count: int) -> list[slice]:
+    """``range(columns)`` in ``count`` spans that start at multiples of :data:`COLUMN_STEP`."""
+    steps = spans(columns // COLUMN_STEP, count)
+    bounds = [span.start * COLUMN_STEP for span in steps] + [columns]
+    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
+
+
+def _run_products(products: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """``numpy.matmul(a, b, out=out)`` for every ``(a, b, out)``, over the threads, BLAS on one each."""
+    threads = thread_count()  # as set by the caller: one_blas_thread lowers it
+    with one_blas_thread():
+        run_parts([functools.partial(np.matmul, a, b, out=out) for a, b, out in products], threads)
