@@ -16,7 +16,7 @@ from ..ir import Graph, Node
 from ..kernel.library.chain import Step, encode, step
 from ..ops.defs.fused import DOMAIN
 from .context import PassContext, import_domain
-from .graph_edit import consumers, output_names, remove_nodes
+from .graph_edit import consumers, output_names
 
 FLOAT32 = np.dtype(np.float32)
 #: The most inputs one fused node takes (a compiled CPU ufunc takes at most 32 operands).
@@ -57,7 +57,18 @@ def fuse_elementwise(graph: Graph, ctx: PassContext) -> int:
                 chain = chains.pop(name) + chain
             grown = bool(absorbed)
         chains[node.outputs[0]] = chain
-    return sum(1 for nodes in chains.values() if len(nodes) > 1 and _replace(graph, ctx, nodes))
+    order = {id(node): index for index, node in enumerate(graph.nodes)}
+    replaced: dict[int, Node | None] = {}  # by id: a fused node in place of its last part, None for the rest
+    for nodes in chains.values():
+        nodes = sorted(nodes, key=lambda node: order[id(node)])
+        fused = _fused(graph, ctx, nodes) if len(nodes) > 1 else None
+        if fused is not None:
+            replaced |= dict.fromkeys(map(id, nodes[:-1])) | {id(nodes[-1]): fused}
+    if replaced:
+        import_domain(graph, DOMAIN)
+        kept = (replaced.get(id(node), node) for node in graph.nodes)
+        graph.nodes = [node for node in kept if node is not None]
+    return sum(node is not None for node in replaced.values())
 
 
 def _fusible(graph: Graph, ctx: PassContext, node: Node) -> bool:
@@ -70,25 +81,19 @@ def _fusible(graph: Graph, ctx: PassContext, node: Node) -> bool:
     return all(name in types and types[name].dtype == FLOAT32 for name in values)
 
 
-def _replace(graph: Graph, ctx: PassContext, nodes: list[Node]) -> bool:
-    """Put one FusedElementwise in place of ``nodes`` (in graph order) where a provider runs it."""
-    order = {id(node): index for index, node in enumerate(graph.nodes)}
-    nodes = sorted(nodes, key=lambda node: order[id(node)])
+def _fused(graph: Graph, ctx: PassContext, nodes: list[Node]) -> Node | None:
+    """One FusedElementwise for ``nodes`` (in graph order), or None where it would take too many
+    inputs or no provider runs it where they run."""
     internal = {node.outputs[0]: index for index, node in enumerate(nodes)}
     inputs = list(
         dict.fromkeys(name for node in nodes for name in node.inputs if name and name not in internal)
     )
     if len(inputs) > MAX_INPUTS:
-        return False
+        return None
     chain = tuple(_step(graph, ctx, node, inputs, internal) for node in nodes)
     last = nodes[-1]
     fused = Node("FusedElementwise", inputs, [last.outputs[0]], {"chain": encode(chain)}, last.name, DOMAIN)
-    if not ctx.may_replace(graph, nodes, fused):
-        return False
-    import_domain(graph, DOMAIN)
-    graph.nodes[graph.nodes.index(last)] = fused
-    remove_nodes(graph, nodes[:-1])
-    return True
+    return fused if ctx.may_replace(graph, nodes, fused) else None
 
 
 def _step(graph: Graph, ctx: PassContext, node: Node, inputs: list[str], internal: dict[str, int]) -> Step:
