@@ -12,7 +12,7 @@ from ..errors import SpawnMLError
 from ..ir import Graph, Node
 from ..ops.registry import OperatorRegistry
 from ..ops.schema import TensorType
-from .shape_inference import infer_shapes
+from .shape_inference import InferenceMemo, infer_shapes
 
 #: onnxruntime's contrib operator domain, imported when a fusion introduces one of its operators.
 MS_DOMAIN = "com.microsoft"
@@ -31,6 +31,7 @@ class PassContext:
     outer: Mapping[str, np.ndarray] = field(default_factory=dict)
     outer_types: Mapping[str, TensorType] = field(default_factory=dict)
     _types: dict[str, TensorType] | None = field(default=None, repr=False)
+    _memo: InferenceMemo = field(default_factory=InferenceMemo, repr=False)
 
     def placement(self, graph: Graph, node: Node) -> Backend | None:
         """The provider the planner would give ``node``: the first that runs it, if any."""
@@ -51,7 +52,7 @@ class PassContext:
         """Inferred types of ``graph``'s values (empty when inference fails), kept until :meth:`changed`."""
         if self._types is None:
             try:
-                self._types = infer_shapes(graph, self.operators, self.outer_types)
+                self._types = infer_shapes(graph, self.operators, self.outer_types, self._memo)
             except SpawnMLError:
                 self._types = {}
         return self._types

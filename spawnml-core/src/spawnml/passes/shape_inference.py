@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -10,17 +13,60 @@ from ..errors import InvalidGraphError, SpawnMLError
 from ..ir import Dim, Graph, Node
 from ..ops.defs.tensor import constant_value
 from ..ops.registry import OperatorRegistry
-from ..ops.schema import InferenceContext, TensorType
+from ..ops.schema import InferenceContext, OpSchema, TensorType
+
+#: What a node's inference found for each output, None where it says nothing.
+_Outputs = list[TensorType | None]
+
+
+class InferenceMemo:
+    """What each node's inference found, and from what: inferring a graph again (after a rewrite)
+    runs the inference functions only of the nodes whose opset, attributes, inputs, input types or
+    constant inputs are not the ones they had. Nodes with subgraphs are always inferred again."""
+
+    def __init__(self) -> None:
+        #: id(node) -> the node, its attributes, its constant inputs, the rest of what its
+        #: inference read, and what it found (the node, attributes and constants are held so
+        #: that their ids stay theirs)
+        self._found: dict[int, tuple[Node, dict[str, Any], tuple[Any, ...], tuple, _Outputs]] = {}
+
+    def infer(
+        self,
+        node: Node,
+        opset: int,
+        inputs: list[TensorType | None],
+        constants: list[np.ndarray | None],
+        run: Callable[[], _Outputs],
+    ) -> _Outputs:
+        """``run()``, or what it gave for the same node, opset, inputs and constants before."""
+        key = (opset, tuple(node.inputs), tuple(node.outputs), tuple(inputs))
+        found = self._found.get(id(node))
+        if (
+            found is not None
+            and found[0] is node
+            and found[1] is node.attrs
+            and all(map(operator.is_, found[2], constants))
+            and found[3] == key
+        ):
+            return found[4]
+        outputs = run()
+        if not node.subgraphs():
+            self._found[id(node)] = (node, node.attrs, tuple(constants), key, outputs)
+        return outputs
 
 
 def infer_shapes(
-    graph: Graph, operators: OperatorRegistry | None = None, outer: Mapping[str, TensorType] | None = None
+    graph: Graph,
+    operators: OperatorRegistry | None = None,
+    outer: Mapping[str, TensorType] | None = None,
+    memo: InferenceMemo | None = None,
 ) -> dict[str, TensorType]:
     """The type of every value of ``graph`` that can be inferred, by name.
 
     Graph inputs and initializers seed the inference, and for a subgraph body ``outer``, the
     types of the enclosing scopes' values it reads; values whose operator has no schema or
     no inference function stay as the graph declares them. Inference errors name the node.
+    ``memo`` keeps what a previous inference of the graph found for nodes that did not change.
     """
     if operators is None:
         from ..plugins import operators as loaded
@@ -38,7 +84,7 @@ def infer_shapes(
         if node.op_type == "Constant" and not node.domain:
             _record_constant(node, constants)
         for name, inferred in zip(
-            node.outputs, _infer_node(node, graph, operators, types, constants), strict=False
+            node.outputs, _infer_node(node, graph, operators, types, constants, memo), strict=False
         ):
             if name and inferred is not None:
                 types[name] = _merge(types.get(name), inferred)
@@ -51,18 +97,27 @@ def _infer_node(
     operators: OperatorRegistry,
     types: dict[str, TensorType],
     constants: dict[str, np.ndarray],
+    memo: InferenceMemo | None,
 ) -> list[TensorType | None]:
     opset = graph.opset(node.domain)
     schema = operators.lookup(node.domain, node.op_type, opset)
     if schema is None or schema.infer is None:
         return []
-    ctx = InferenceContext(
-        node=node,
-        opset=opset,
-        attrs=schema.resolve_attrs(node),
-        inputs=[types.get(name) if name else None for name in node.inputs],
-        constants=[constants.get(name) if name else None for name in node.inputs],
-    )
+    inputs = [types.get(name) if name else None for name in node.inputs]
+    values = [constants.get(name) if name else None for name in node.inputs]
+    run = partial(_run_inference, schema, node, opset, inputs, values)
+    return run() if memo is None else memo.infer(node, opset, inputs, values, run)
+
+
+def _run_inference(
+    schema: OpSchema,
+    node: Node,
+    opset: int,
+    inputs: list[TensorType | None],
+    constants: list[np.ndarray | None],
+) -> list[TensorType | None]:
+    """The schema's inference of ``node``; its errors name the node."""
+    ctx = InferenceContext(node, opset, schema.resolve_attrs(node), inputs, constants)
     try:
         return list(schema.infer(ctx))
     except SpawnMLError as error:
