@@ -173,8 +173,11 @@ def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
 
 def _split_count(rows: int, work: int, limit: int) -> int:
-    """Parts for a product of ``rows`` rows and ``work`` multiply-adds; 1 for matrix-vector ones."""
-    return 1 if rows == 1 or work >= BLAS_THREADS_WORK else part_count(work, limit)
+    """Parts for a product of ``rows`` rows and ``work`` multiply-adds, at most ``limit``: one per
+    thread (each part packs the operand it shares again), 1 for matrix-vector products."""
+    if rows == 1 or work >= BLAS_THREADS_WORK:
+        return 1
+    return part_count(work, min(limit, thread_count()))
 
 
 def _column_spans(columns: int, count: int) -> list[slice]:
