@@ -32,6 +32,8 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
     outputs = output_names(graph)
     free = graph.free_names()
     outer = {name: ctx.outer[name] for name in free if name in ctx.outer}
+    if not any(_foldable(graph, node, outputs, outer) for node in graph.nodes):
+        return 0  # nor will any be after a fold: a node becomes foldable only through another
     for node in graph.toposort(frozenset(free)):
         if not _foldable(graph, node, outputs, outer):
             continue
