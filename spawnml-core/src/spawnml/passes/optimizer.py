@@ -93,6 +93,10 @@ EXTENDED_PASSES: tuple[Pass, ...] = (
 
 ALL_PASSES: tuple[Pass, ...] = (fuse_elementwise,)
 
+#: Passes that find nothing right after they changed a graph: constant folding visits the nodes
+#: in dependency order, so whatever a fold makes foldable is folded in the same run.
+IDEMPOTENT: frozenset[Pass] = frozenset({fold_constants})
+
 
 def optimize(
     graph: Graph,
@@ -160,8 +164,9 @@ def _subgraphs(graph: Graph) -> list[Graph]:
 class _Rounds:
     """Rounds of passes over one graph until none changes it.
 
-    A pass that found nothing to do is not run again until the graph has changed: passes
-    depend on the graph alone, so it would find nothing again.
+    A pass that found nothing to do is not run again until the graph has changed (passes
+    depend on the graph alone, so it would find nothing again), nor an idempotent pass until
+    another edit follows its own.
     """
 
     graph: Graph
@@ -175,11 +180,12 @@ class _Rounds:
             for run in passes:
                 if self.idle.get(run) == self.edits:
                     continue
-                if run(self.graph, self.ctx):
+                found = run(self.graph, self.ctx)
+                if found:
                     self.ctx.changed()
                     self.edits += 1
                     changed += 1
-                else:
+                if not found or run in IDEMPOTENT:
                     self.idle[run] = self.edits
             if self.idle.get(None) != self.edits and eliminate_dead_nodes(self.graph):
                 self.edits += 1
