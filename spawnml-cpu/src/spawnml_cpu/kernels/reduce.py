@@ -120,8 +120,17 @@ def _shift_forward(total: Array, axis: int) -> Array:
     return shifted
 
 
+#: Spread of values (maximum - minimum) under which a softmax subtracts the maximum of the whole
+#: input from every row instead of each row's own: no exp then falls below float32's normal range
+#: (e**-80 is 1.8e-35), and two reductions over the whole input cost less than one along an axis.
+_SHARED_SHIFT_SPREAD = 80
+
+
 def _softmax(x: Array, axis: int) -> Array:
-    exp = np.subtract(x, np.max(x, axis=axis, keepdims=True, initial=-np.inf))
+    top = np.max(x, initial=-np.inf)
+    if not top - np.min(x, initial=np.inf) < _SHARED_SHIFT_SPREAD:  # also NaNs and infinities
+        top = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    exp = np.subtract(x, top)
     np.exp(exp, out=exp)  # in place: each temporary is as large as x
     exp /= np.sum(exp, axis=axis, keepdims=True)
     return exp
