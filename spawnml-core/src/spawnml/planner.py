@@ -192,8 +192,17 @@ def build_plan(graph: Graph, providers: Sequence[Backend], operators: OperatorRe
     """Plan ``graph`` on ``providers``; raise :class:`UnsupportedOperatorError` listing every gap."""
     missing: dict[tuple[str, str, int], list[str]] = {}
     counts: Counter[tuple[str, str, int]] = Counter()
-    types = _known_types(graph, operators)
-    plan = _plan_graph(graph, providers, operators, graph.opset_imports, frozenset(), missing, counts, types)
+    bodies = [body for node, _ in graph.walk() for body in node.subgraphs()]
+    for body in bodies:  # planning only reads the graph: each body's free names are found once
+        body.remember_free_names()
+    try:
+        types = _known_types(graph, operators)
+        plan = _plan_graph(
+            graph, providers, operators, graph.opset_imports, frozenset(), missing, counts, types
+        )
+    finally:
+        for body in bodies:
+            body.remember_free_names(False)
     if missing:
         raise UnsupportedOperatorError(
             [
