@@ -65,13 +65,16 @@ class Node:
     domain: str = DEFAULT_DOMAIN
 
     def subgraphs(self) -> list[Graph]:
-        """The graphs held in this node's attributes (If branches, Loop and Scan bodies)."""
+        """The graphs held in this node's attributes (If branches, Loop and Scan bodies).
+
+        An attribute list holds one type, as in ONNX: it holds graphs when its first item is one.
+        """
         found = []
         for value in self.attrs.values():
             if isinstance(value, Graph):
                 found.append(value)
-            elif isinstance(value, list):
-                found += [item for item in value if isinstance(item, Graph)]
+            elif isinstance(value, list) and value and isinstance(value[0], Graph):
+                found += value
         return found
 
     def label(self) -> str:
