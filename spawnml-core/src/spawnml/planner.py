@@ -29,7 +29,7 @@ from .errors import (
 from .ir import Graph, Node
 from .ops.registry import OperatorRegistry
 from .ops.schema import TensorType
-from .passes.shape_inference import infer_shapes
+from .passes.shape_inference import InferenceMemo, infer_shapes
 from .tensor import EMPTY_OPTIONAL, TensorSequence
 
 #: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
@@ -188,15 +188,20 @@ def _move(buffer: Any, source: Backend, target: Backend) -> Any:
     return target.from_numpy(source.to_numpy(buffer))
 
 
-def build_plan(graph: Graph, providers: Sequence[Backend], operators: OperatorRegistry) -> Plan:
-    """Plan ``graph`` on ``providers``; raise :class:`UnsupportedOperatorError` listing every gap."""
+def build_plan(
+    graph: Graph, providers: Sequence[Backend], operators: OperatorRegistry, memo: InferenceMemo | None = None
+) -> Plan:
+    """Plan ``graph`` on ``providers``; raise :class:`UnsupportedOperatorError` listing every gap.
+
+    ``memo`` holds what an earlier inference of the graph found (the optimizer's).
+    """
     missing: dict[tuple[str, str, int], list[str]] = {}
     counts: Counter[tuple[str, str, int]] = Counter()
     bodies = [body for node, _ in graph.walk() for body in node.subgraphs()]
     for body in bodies:  # planning only reads the graph: each body's free names are found once
         body.remember_free_names()
     try:
-        types = _known_types(graph, operators)
+        types = _known_types(graph, operators, memo)
         plan = _plan_graph(
             graph, providers, operators, graph.opset_imports, frozenset(), missing, counts, types
         )
@@ -259,14 +264,16 @@ def _plan_graph(
     return Plan(graph, steps, _transfers(graph, steps, homes), constants, providers[0], homes)
 
 
-def _known_types(graph: Graph, operators: OperatorRegistry) -> Mapping[str, TensorType]:
+def _known_types(
+    graph: Graph, operators: OperatorRegistry, memo: InferenceMemo | None
+) -> Mapping[str, TensorType]:
     """What shape inference knows of the graph's values; nothing where it cannot say.
 
     The types only sharpen refusals at load (a backend that holds no float64 tensors);
     a graph inference cannot follow still plans, node by node, as without them.
     """
     try:
-        return infer_shapes(graph, operators)
+        return infer_shapes(graph, operators, memo=memo)
     except SpawnMLError:
         return {}
 

@@ -16,6 +16,7 @@ from .formats import ModelSource, PathOrBytes, load, save_onnx
 from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
 from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
 from .passes import GraphOptimizationLevel, optimize
+from .passes.shape_inference import InferenceMemo
 from .planner import Placed, Plan, Transfer, build_plan
 from .tensor import EMPTY_OPTIONAL, Tensor, TensorSequence
 
@@ -79,10 +80,11 @@ class InferenceSession:
         self._limits = limits or DEFAULT_LIMITS
         loaded = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
         self._providers = resolve_providers(providers)
-        self._graph = optimize(loaded, options.graph_optimization_level, self._providers, operators())
+        memo = InferenceMemo()  # the planner infers again what the optimizer last inferred
+        self._graph = optimize(loaded, options.graph_optimization_level, self._providers, operators(), memo)
         if options.optimized_model_filepath:
             save_onnx(self._graph, Path(options.optimized_model_filepath))
-        self._plan: Plan | None = build_plan(self._graph, self._providers, operators())
+        self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
 
     def close(self) -> None:

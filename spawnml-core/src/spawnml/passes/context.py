@@ -30,8 +30,9 @@ class PassContext:
     providers: Sequence[Backend] = field(default_factory=list)
     outer: Mapping[str, np.ndarray] = field(default_factory=dict)
     outer_types: Mapping[str, TensorType] = field(default_factory=dict)
+    #: What inferring the graph found node by node, kept across its rewrites.
+    memo: InferenceMemo = field(default_factory=InferenceMemo, repr=False)
     _types: dict[str, TensorType] | None = field(default=None, repr=False)
-    _memo: InferenceMemo = field(default_factory=InferenceMemo, repr=False)
 
     def placement(self, graph: Graph, node: Node) -> Backend | None:
         """The provider the planner would give ``node``: the first that runs it, if any."""
@@ -52,7 +53,7 @@ class PassContext:
         """Inferred types of ``graph``'s values (empty when inference fails), kept until :meth:`changed`."""
         if self._types is None:
             try:
-                self._types = infer_shapes(graph, self.operators, self.outer_types, self._memo)
+                self._types = infer_shapes(graph, self.operators, self.outer_types, self.memo)
             except SpawnMLError:
                 self._types = {}
         return self._types

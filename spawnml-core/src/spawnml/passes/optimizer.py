@@ -43,6 +43,7 @@ from .if_inlining import inline_constant_ifs
 from .layer_norm import fuse_layer_norm
 from .matmul_add import fuse_matmul_add
 from .shape_folding import fold_shapes
+from .shape_inference import InferenceMemo
 from .skip_layer_norm import fuse_skip_layer_norm
 from .transpose import cancel_transposes
 
@@ -103,10 +104,13 @@ def optimize(
     level: GraphOptimizationLevel | int | str = GraphOptimizationLevel.ORT_ENABLE_ALL,
     providers: Sequence[Backend] = (),
     operators: OperatorRegistry | None = None,
+    memo: InferenceMemo | None = None,
 ) -> Graph:
     """An optimized copy of ``graph`` (the original is not changed; weights are shared).
 
     Constant folding runs the nodes on ``providers``; without providers nothing is folded.
+    ``memo`` keeps what inferring the graph found, for a caller that infers the optimized
+    graph again (the planner).
     """
     level = GraphOptimizationLevel.of(level)
     if level == GraphOptimizationLevel.ORT_DISABLE_ALL:
@@ -116,7 +120,7 @@ def optimize(
 
         operators = loaded()
     work = _copy(graph)
-    _optimize_graph(work, level, operators, list(providers), {}, {})
+    _optimize_graph(work, level, operators, list(providers), {}, {}, memo or InferenceMemo())
     return work
 
 
@@ -127,10 +131,11 @@ def _optimize_graph(
     providers: list[Backend],
     outer: Mapping[str, np.ndarray],
     outer_types: Mapping[str, TensorType],
+    memo: InferenceMemo,
 ) -> None:
     """Optimize ``graph`` in place, then the bodies of its nodes; ``outer`` and ``outer_types`` are
     the constants and the known types of the enclosing scopes' values."""
-    ctx = PassContext(operators, providers, outer, outer_types)
+    ctx = PassContext(operators, providers, outer, outer_types, memo)
     held = _subgraphs(graph)
     for body in held:  # the passes only edit them through rename_uses, which makes them forget
         body.remember_free_names()
@@ -150,7 +155,7 @@ def _optimize_graph(
     constants.update((name, array) for name, array in graph.initializers.items() if name not in feedable)
     types = {name: outer_types[name] for name in free if name in outer_types} | ctx.types(graph)
     for body in bodies:
-        _optimize_graph(body, level, operators, providers, constants, types)
+        _optimize_graph(body, level, operators, providers, constants, types, InferenceMemo())
         for domain, version in body.opset_imports.items():  # a fusion in a body imports on the model
             graph.opset_imports.setdefault(domain, version)
     eliminate_dead_nodes(graph)  # what the bodies no longer read
