@@ -1,5 +1,5 @@
 """MatMul and Gemm products cut over the CPU backend's threads (spans of output columns, runs of a
-stack's products), against onnxruntime. Float32 within rtol 1e-5 / atol 1e-4 (sums of up to 2048
+stack's products), against onnxruntime. Float32 within rtol 1e-5 / atol 1e-4 (sums of up to 4096
 products of normals scaled by 1/sqrt(depth)).
 
 Each case is also checked to take the path it names (split or whole), so that the comparison covers
@@ -18,20 +18,20 @@ from threadpoolctl import threadpool_limits
 
 RTOL, ATOL = 1e-5, 1e-4
 #: name: (A shape, B shape, BLAS threads, whether the product is split). MiniLM's products at batch
-#: 1 x 128 tokens (projections, the feed-forward pair, the two products of each head), a width that
-#: leaves a partial last span of columns, a 2-D product; then products that stay whole.
+#: 1 x 128 tokens (projections, the feed-forward pair) and its per-head products at batch 4, a width
+#: that leaves a partial last span of columns, a 2-D product; then products that stay whole.
 CASES = {
     "projection": ((1, 128, 384), (384, 384), 2, True),
     "feed_forward_up": ((1, 128, 384), (384, 1536), 2, True),
     "feed_forward_down": ((1, 128, 1536), (1536, 384), 2, True),
-    "head_scores": ((1, 12, 128, 32), (1, 12, 32, 128), 2, True),
-    "head_values": ((1, 12, 128, 128), (1, 12, 128, 32), 2, True),
-    "ragged_columns": ((3, 100, 70), (70, 333), 2, True),
-    "matrix": ((300, 256), (256, 200), 2, True),
+    "head_scores": ((4, 12, 128, 32), (4, 12, 32, 128), 2, True),
+    "head_values": ((4, 12, 128, 128), (4, 12, 128, 32), 2, True),
+    "ragged_columns": ((3, 200, 150), (150, 333), 2, True),
+    "matrix": ((600, 256), (256, 200), 2, True),
+    "small_heads": ((1, 12, 128, 32), (1, 12, 32, 128), 2, False),
     "one_column": ((1, 128, 384), (384, 1), 2, False),
-    "one_row": ((1, 1, 2048), (2048, 2048), 2, False),
-    "broadcast_stack": ((2, 12, 128, 32), (12, 32, 128), 2, False),
-    "little_work": ((16, 16), (16, 16), 2, False),
+    "one_row": ((1, 1, 4096), (4096, 4096), 2, False),
+    "broadcast_stack": ((4, 12, 128, 32), (12, 32, 128), 2, False),
     "one_thread": ((1, 128, 384), (384, 1536), 1, False),
 }
 

@@ -39,6 +39,10 @@ PARTS_PER_THREAD = 2
 MIN_SPLIT_WORK = 4_000_000
 #: The least GEMM work (multiply-adds) that BLAS may spread over its threads.
 BLAS_THREADS_WORK = 100_000_000
+#: The least product work (multiply-adds) split over threads: a product's parts cost about 50 us
+#: more in all, so MiniLM's per-head products (6.3M, 130 us) gained nothing and its 18.9M
+#: projections 15%.
+MIN_SPLIT_PRODUCT = 16_000_000
 #: Column spans of a split product start at multiples of this many columns (a 64-byte line of
 #: float32 outputs, OpenBLAS's widest float32 block), so each is computed as in the whole GEMM.
 COLUMN_STEP = 16
@@ -144,7 +148,7 @@ def one_blas_thread() -> Iterator[None]:
 def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """``numpy.matmul(a, b)`` cut into parts for :func:`run_parts`, each a GEMM on one BLAS thread,
     or None where that does not pay: one thread, matrix-vector products, work under
-    :data:`MIN_SPLIT_WORK` or from :data:`BLAS_THREADS_WORK` on, stacks that broadcast.
+    :data:`MIN_SPLIT_PRODUCT` or from :data:`BLAS_THREADS_WORK` on, stacks that broadcast.
 
     Rows of ``a`` times a matrix ``b`` are cut into spans of output columns (each part reads all
     of ``a``, the smaller operand on these products, and its own columns of ``b``); a stack of
@@ -175,7 +179,7 @@ def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 def _split_count(rows: int, work: int, limit: int) -> int:
     """Parts for a product of ``rows`` rows and ``work`` multiply-adds, at most ``limit``: one per
     thread (each part packs the operand it shares again), 1 for matrix-vector products."""
-    if rows == 1 or work >= BLAS_THREADS_WORK:
+    if rows == 1 or not MIN_SPLIT_PRODUCT <= work < BLAS_THREADS_WORK:
         return 1
     return part_count(work, min(limit, thread_count()))
 
