@@ -145,15 +145,15 @@ def _optimize_graph(
         rounds.until_stable(EXTENDED_PASSES + BASIC_PASSES)
     if level >= GraphOptimizationLevel.ORT_ENABLE_ALL:
         rounds.until_stable(ALL_PASSES)
-    for body in held:
-        body.remember_free_names(False)
     bodies = _subgraphs(graph)
     if not bodies:
-        return
+        return  # the held ones, if any, went with their nodes
     free, feedable = graph.free_names(), {value.name for value in graph.inputs}
     constants = {name: outer[name] for name in free if name in outer}  # none is redefined here
     constants.update((name, array) for name, array in graph.initializers.items() if name not in feedable)
     types = {name: outer_types[name] for name in free if name in outer_types} | ctx.types(graph)
+    for body in held:  # they change from here on
+        body.remember_free_names(False)
     for body in bodies:
         _optimize_graph(body, level, operators, providers, constants, types, InferenceMemo())
         for domain, version in body.opset_imports.items():  # a fusion in a body imports on the model
