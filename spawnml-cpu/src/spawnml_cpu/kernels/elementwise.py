@@ -135,13 +135,32 @@ def _erf_float32(value: np.float32) -> np.float32:
     return x * numerator / denominator
 
 
+@functools.cache
+def _gelu_float32_ufunc() -> Callable[[Array], Array]:
+    """:func:`_gelu_float32` compiled with numba on first use, calling :func:`_erf_float32` inline."""
+    import numba
+
+    numba.extending.register_jitable(_erf_float32)
+    return numba.vectorize(["float32(float32)"], cache=True)(_gelu_float32)
+
+
+_SQRT2 = np.float32(math.sqrt(2))
+
+
+def _gelu_float32(x: np.float32) -> np.float32:
+    return np.float32(0.5) * x * (np.float32(1) + _erf_float32(x / _SQRT2))
+
+
 def _softplus(x: Array) -> Array:
     return np.logaddexp(0, x)
 
 
 def erf_gelu(x: Array) -> Array:
-    """``0.5 * x * (1 + erf(x / sqrt(2)))``, computed in place on one temporary: halving is exact,
-    so ``(1 + erf) * 0.5 * x`` rounds as the definition's order does."""
+    """``0.5 * x * (1 + erf(x / sqrt(2)))``: float32 in one compiled pass, other types in place on
+    one temporary (halving is exact, so ``(1 + erf) * 0.5 * x`` rounds as the definition's order
+    does)."""
+    if x.dtype == FLOAT32:
+        return _gelu_float32_ufunc()(x)
     y = erf_ufunc()(x / math.sqrt(2))
     y += 1
     y *= 0.5
