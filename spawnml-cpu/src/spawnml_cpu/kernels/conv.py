@@ -5,18 +5,15 @@ of :mod:`.loops`: depthwise ones directly (3x3 ones on a loop of their own), 1x1
 GEMM per group on the input itself, the others as im2col + GEMM over tiles of output rows
 whose patches stay in cache. 1-D ones whose patches fit in 1 MiB (audio frames, a recurrent
 model's encoder) copy them with one strided numpy copy instead, as their cost is all in the calls.
-On several threads (see :mod:`.threads`), a large depthwise one is cut into ranges of
-channels that the threads share, and the GEMMs of the others run on one BLAS thread. Bias
-and a clamping activation (FusedConv's Relu and Clip) are applied in the same pass that
-finishes the output. Other ranks and types take the N-d numpy path: im2col through a
-sliding-window view, or one multiply-add per kernel tap when depthwise.
+They run on the calling thread, their GEMMs on one BLAS thread (see :func:`_depthwise_2d` and
+:mod:`.threads`). Bias and a clamping activation (FusedConv's Relu and Clip) are applied in the
+same pass that finishes the output. Other ranks and types take the N-d numpy path: im2col
+through a sliding-window view, or one multiply-add per kernel tap when depthwise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -24,15 +21,13 @@ from spawnml.backend import KernelContext
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
-from .threads import one_blas_thread, part_count, run_parts, spans
+from .threads import one_blas_thread
 
 #: Elements of the patch matrix of a 1-D convolution copied at once (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
 #: Elements of the patch matrix im2col fills at a time for 2-D convolutions (2 MiB of float32; tiles
 #: of 1 and 0.5 MiB ran 3-6% slower on PP-OCRv4 det's and MobileNetV2's 3x3 convolutions).
 _ROWS_TILE = 1 << 19
-#: What one multiply-add of the depthwise loop costs, in GEMM multiply-adds (it is bound by memory).
-_DEPTHWISE_COST = 10
 #: Element types the compiled loops take.
 _COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -143,8 +138,7 @@ def _convolve_2d(
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
 ) -> np.ndarray:
-    """A 2-D convolution of C-contiguous ``x`` on the compiled loops (depthwise ones split over the
-    backend's threads where large enough), its GEMMs on one BLAS thread."""
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread."""
     from . import loops
 
     batch, channels = x.shape[:2]
@@ -155,10 +149,10 @@ def _convolve_2d(
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
     low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
     pixels = math.prod(windows.out)
-    work = batch * outputs * pixels * w[0].size
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
-        weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
-        run_parts(_depthwise_parts(windows, x, weights, shift, low, high, y, work * _DEPTHWISE_COST))
+        _depthwise_2d(
+            windows, x, np.ascontiguousarray(w.reshape(outputs, *windows.kernel)), shift, low, high, y
+        )
         return y
     weights = w.reshape(group, outputs // group, -1)
     with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
@@ -175,7 +169,7 @@ def _convolve_2d(
     return y
 
 
-def _depthwise_parts(
+def _depthwise_2d(
     windows: Windows,
     x: np.ndarray,
     weights: np.ndarray,
@@ -183,39 +177,22 @@ def _depthwise_parts(
     low: np.floating,
     high: np.floating,
     y: np.ndarray,
-    work: int,
-) -> list[Callable[[], None]]:
-    """The depthwise loop (3x3 kernels without dilation have their own) over ranges of input channels
-    of each image (with their output channels)."""
+) -> None:
+    """The depthwise loop (3x3 kernels without dilation have their own), on the calling thread.
+
+    Cut into ranges of channels that a pool thread shares, the layers of MobileNetV2 ran no
+    faster on two cores and the network slower (fastest of 20 at real-time priority: 11.7-12.4
+    ms whole, 13.9-14.6 ms cut; handing parts to the pool and back took some 60 us here, as long
+    as a small layer), and PP-OCRv4 det ran no faster either.
+    """
     from . import loops
 
-    batch, channels = x.shape[:2]
-    multiplier = y.shape[1] // channels
     if windows.kernel == (3, 3) and windows.dilations == (1, 1):
-        loop = partial(loops.depthwise_conv3x3, strides=windows.strides, begins=windows.begins)
+        loops.depthwise_conv3x3(x, weights, shift, windows.strides, windows.begins, low, high, y)
     else:
-        loop = partial(
-            loops.depthwise_conv2d,
-            strides=windows.strides,
-            dilations=windows.dilations,
-            begins=windows.begins,
+        loops.depthwise_conv2d(
+            x, weights, shift, windows.strides, windows.dilations, windows.begins, low, high, y
         )
-    parts = []
-    for n in range(batch):
-        for span in spans(channels, part_count(work // batch, limit=channels)):
-            outs = slice(span.start * multiplier, span.stop * multiplier)
-            parts.append(
-                partial(
-                    loop,
-                    x[n : n + 1, span],
-                    weights[outs],
-                    shift[outs],
-                    low=low,
-                    high=high,
-                    out=y[n : n + 1, outs],
-                )
-            )
-    return parts
 
 
 def _im2col_gemm(
