@@ -8,6 +8,7 @@ and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormaliz
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -134,11 +135,86 @@ def _skip_normalize(
     centered: bool,
 ) -> tuple[Array, Array | None, Array, Array]:
     """Normalize ``input + skip + bias`` over the last axis; also give the statistics and the sum."""
+    given = [a for a in (x, skip, gamma, beta, bias) if a is not None]
+    if all(a.dtype == FLOAT32 for a in given) and skip.shape == x.shape and x.size:
+        return _skip_normalize_float32(ctx.attrs["epsilon"], x, skip, gamma, beta, bias, centered)
     total = widen(x) + widen(skip)
     if bias is not None:
         total += widen(bias)
     normalized, mean, inv_std = _normalize(total, -1, ctx.attrs["epsilon"], FLOAT32, centered)
     return _scaled(normalized, gamma, beta, x.dtype), mean, inv_std, total.astype(x.dtype, copy=False)
+
+
+def _skip_normalize_float32(
+    epsilon: float,
+    x: Array,
+    skip: Array,
+    gamma: Array,
+    beta: Array | None,
+    bias: Array | None,
+    centered: bool,
+) -> tuple[Array, Array | None, Array, Array]:
+    """:func:`_skip_normalize` of float32 arrays on the compiled row loop."""
+    hidden = x.shape[-1]
+    rows = (np.ascontiguousarray(a).reshape(-1, hidden) for a in (x, skip))
+    zeros = np.zeros(hidden, FLOAT32)
+    out, total = np.empty_like(x), np.empty_like(x)
+    mean, inv_std = (np.empty((*x.shape[:-1], 1), FLOAT32) for _ in range(2))
+    _skip_normalize_loop()(
+        *rows,
+        *(np.ascontiguousarray(a).reshape(hidden) for a in (gamma, zeros if beta is None else beta)),
+        np.ascontiguousarray(zeros if bias is None else bias).reshape(hidden),
+        np.float32(epsilon),
+        centered,
+        out.reshape(-1, hidden),
+        total.reshape(-1, hidden),
+        mean.reshape(-1),
+        inv_std.reshape(-1),
+    )
+    return out, mean if centered else None, inv_std, total
+
+
+@functools.cache
+def _skip_normalize_loop() -> Callable[..., None]:
+    """:func:`_skip_normalize_rows` compiled with numba (imported on first use). Its sums may be
+    reassociated, so that they vectorize."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "nsz"})(_skip_normalize_rows)
+
+
+def _skip_normalize_rows(
+    x: Array,
+    skip: Array,
+    gamma: Array,
+    beta: Array,
+    bias: Array,
+    epsilon: np.float32,
+    centered: bool,
+    out: Array,
+    total: Array,
+    mean: Array,
+    inv_std: Array,
+) -> None:
+    """Per row of float32 ``x``: ``total = x + skip + bias``, its mean (0 when not ``centered``) and
+    inverse deviation, and ``out = (total - mean) * inv_std * gamma + beta``, in three passes over
+    the row."""
+    size = x.shape[1]
+    for r in range(x.shape[0]):
+        row_sum = np.float32(0)
+        for j in range(size):
+            value = x[r, j] + skip[r, j] + bias[j]
+            total[r, j] = value
+            row_sum += value
+        center = row_sum / np.float32(size) if centered else np.float32(0)
+        squares = np.float32(0)
+        for j in range(size):
+            deviation = total[r, j] - center
+            squares += deviation * deviation
+        scale = np.float32(1) / np.sqrt(squares / np.float32(size) + epsilon)
+        for j in range(size):
+            out[r, j] = (total[r, j] - center) * scale * gamma[j] + beta[j]
+        mean[r], inv_std[r] = center, scale
 
 
 @KERNELS.register("SkipLayerNormalization", domain=MS)
