@@ -22,13 +22,15 @@ ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
 def fuse_conv_activation(graph: Graph, ctx: PassContext) -> int:
     """Replace Conv -> activation pairs by FusedConv where a provider runs it; return how many."""
     fused = 0
-    made, readers = producers(graph), consumers(graph)
+    made, readers = producers(graph), None
     for act in list(graph.nodes):
         if act.domain or act.op_type not in ACTIVATIONS:
             continue
         conv = made.get(act.inputs[0])
         if conv is None or conv.op_type != "Conv" or conv.domain:
             continue
+        if readers is None:  # found once, at the first candidate
+            readers = consumers(graph)
         if only_reader(graph, readers, conv.outputs[0]) is not act:
             continue
         params = _params(graph, act)

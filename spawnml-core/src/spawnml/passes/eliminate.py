@@ -22,7 +22,7 @@ def eliminate_no_ops(graph: Graph, ctx: PassContext) -> int:
     """Remove every no-op node, reconnecting its readers to its input; return how many."""
     typed = any(node.op_type in TYPED_OPS and not node.domain for node in graph.nodes)
     types = ctx.types(graph) if typed else {}
-    readers = consumers(graph)
+    readers = consumers(graph) if any(node.op_type == "Dropout" for node in graph.nodes) else {}
     removed = 0
     for node in list(graph.nodes):
         if not node.domain and node.inputs and node.inputs[0] and _is_no_op(graph, node, types, readers):

@@ -15,12 +15,19 @@ from ..ops.schema import TensorType
 from .context import PassContext
 from .graph_edit import constant, consumers, fresh_name, output_names, producers, remove_nodes, scalar
 
+#: The divisor's producers, back through their first inputs: ``sqrt(mean(d ** 2) + eps)``.
+VARIANCE = ("Sqrt", "Add", "ReduceMean", "Pow")
+
 
 def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
     """Replace each matched layer-normalization subgraph by one node; return how many."""
     fused = 0
-    made, readers = producers(graph), consumers(graph)
+    made, readers = producers(graph), None
     for div in [node for node in graph.nodes if node.op_type == "Div" and not node.domain]:
+        if _chain(made, div.inputs[1], VARIANCE) is None:  # most Divs: no normalization
+            continue
+        if readers is None:  # found at the first candidate, and again after each fusion
+            readers = consumers(graph)
         match = _match(graph, ctx, div, made, readers)
         if match is None:
             continue
@@ -35,7 +42,7 @@ def fuse_layer_norm(graph: Graph, ctx: PassContext) -> int:
             continue
         graph.nodes[graph.nodes.index(div)] = fused_node
         remove_nodes(graph, [node for node in nodes if node is not div])
-        made, readers = producers(graph), consumers(graph)
+        made, readers = producers(graph), None
         fused += 1
     return fused
 
@@ -47,7 +54,7 @@ def _match(
     made: dict[str, Node],
     readers: dict[str, list[Node]],
 ) -> tuple[str, float, np.ndarray, np.ndarray | None, str, list[Node]] | None:
-    chain = _chain(made, div.inputs[1], ("Sqrt", "Add", "ReduceMean", "Pow"))
+    chain = _chain(made, div.inputs[1], VARIANCE)
     centred = made.get(div.inputs[0])
     if chain is None or not _is(centred, "Sub"):
         return None
