@@ -10,10 +10,11 @@ from .graph_edit import bypass, producers
 def cancel_transposes(graph: Graph, ctx: PassContext) -> int:
     """Compose back-to-back Transposes (the first stays while others read it); return how many."""
     changed = 0
+    made = producers(graph)
     for second in list(graph.nodes):
         if second.op_type != "Transpose" or second.domain:
             continue
-        first = producers(graph).get(second.inputs[0])
+        first = made.get(second.inputs[0])
         if first is None or first.op_type != "Transpose" or first.domain:
             continue
         outer, inner = second.attrs.get("perm"), first.attrs.get("perm")
@@ -21,7 +22,9 @@ def cancel_transposes(graph: Graph, ctx: PassContext) -> int:
             continue
         perm = [inner[axis] for axis in outer]
         if perm == list(range(len(perm))):
-            changed += bypass(graph, second, first.inputs[0])
+            if bypass(graph, second, first.inputs[0]):
+                changed += 1
+                made = producers(graph)  # a bypass may rename a producer's output
         else:
             second.inputs = [first.inputs[0]]
             second.attrs = {**second.attrs, "perm": perm}
