@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import onnxruntime
 import pytest
 import spawnml
 from onnx.reference import ReferenceEvaluator
@@ -801,3 +802,16 @@ def test_refused_at_load(op, inputs, opset, attrs):
     model, _ = one_node(op, inputs, opset=opset, **attrs)
     with pytest.raises(spawnml.UnsupportedOperatorError, match=op):
         spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])
+
+
+@pytest.mark.parametrize("op", ["Conv", "MaxPool", "AveragePool"])
+def test_negative_pads_are_refused_as_onnxruntime_refuses_them(op):
+    """ONNX's window operators take pads of zero and more; onnxruntime refuses negative ones."""
+    feeds = {"x": randn(1, 2, 6, 6)}
+    weights = {"w": randn(3, 2, 2, 2)} if op == "Conv" else {}
+    attrs = {} if op == "Conv" else {"kernel_shape": [2, 2]}
+    model = make_model(op, feeds, initializers=weights, pads=[-1, 0, 0, 0], **attrs).SerializeToString()
+    with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.Fail, match="negative"):
+        onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    with pytest.raises(spawnml.InvalidGraphError, match=r"pads \[-1, 0, 0, 0\] must not be negative"):
+        spawnml.InferenceSession(model, providers=["cpu"]).run(None, feeds)

@@ -134,6 +134,8 @@ def window_attrs(attrs: dict[str, object], kernel: Sequence[int]) -> tuple[list[
         raise InvalidGraphError(
             f"kernel {list(kernel)}, strides {strides} and dilations {dilations} must all be positive"
         )
+    if min(pads, default=0) < 0:
+        raise InvalidGraphError(f"pads {pads} must not be negative")
     return strides, dilations, pads
 
 
