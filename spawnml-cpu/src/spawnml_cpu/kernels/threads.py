@@ -11,9 +11,10 @@ measurements on two cores shared with other processes:
 - Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
   one BLAS thread: OpenBLAS splits every GEMM into fixed shares and waits for all of them,
   which on these products (few rows: a convolution's output channels) costs more than it
-  gains, and stalls whenever another process holds a core. MatMul and Gemm products of that
-  size are cut instead into parts taken as the loops' are (:func:`split_matmul`): spans of
-  output columns, or the products of a stack, each a GEMM on one BLAS thread.
+  gains, and stalls whenever another process holds a core. MatMul and Gemm products from
+  :data:`MIN_SPLIT_PRODUCT` on are cut instead into one part per thread, taken as the loops'
+  parts are (:func:`split_matmul`): spans of output columns, or runs of a stack's products,
+  each a GEMM on one BLAS thread.
 
 Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
 equal outputs on any thread count (see :func:`.nn_common.matmul`).
