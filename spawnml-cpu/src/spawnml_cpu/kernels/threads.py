@@ -4,8 +4,8 @@ The backend uses as many threads as numpy's BLAS is set to (``threadpoolctl.thre
 sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). Two rules, from
 measurements on two cores shared with other processes:
 
-- The compiled loops (depthwise convolution) cut large work into parts that the calling
-  thread and pool threads take one at a time; the loops run without the GIL. A thread that
+- Large work (GGUF's quantized products, on a compiled loop that runs without the GIL) is
+  cut into parts that the calling thread and pool threads take one at a time. A thread that
   the system keeps waiting only delays the part it took: the others take what is left, and
   one that has not started yet is not waited for.
 - Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
