@@ -11,7 +11,8 @@ measurements on two cores shared with other processes:
 - Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
   one BLAS thread: OpenBLAS splits every GEMM into fixed shares and waits for all of them,
   which on these products (few rows: a convolution's output channels) costs more than it
-  gains, and stalls whenever another process holds a core. MatMul and Gemm products from
+  gains, and stalls whenever another process holds a core. Matrix products
+  (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and recurrent ones) from
   :data:`MIN_SPLIT_PRODUCT` on are cut instead into one part per thread, taken as the loops'
   parts are (:func:`split_matmul`): spans of output columns, or runs of a stack's products,
   each a GEMM on one BLAS thread.
