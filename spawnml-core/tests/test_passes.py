@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from spawnml import plugins
 from spawnml.ir import Graph, Node, Value
-from spawnml.passes import optimize
+from spawnml.passes import infer_shapes, optimize
 from spawnml.passes.dead_nodes import eliminate_dead_nodes
+from spawnml.passes.shape_inference import InferenceMemo
 from spawnml.session import InferenceSession, SessionOptions
 
 from .conftest import MOCK_DOMAIN
@@ -82,3 +83,24 @@ def test_a_value_renamed_in_the_graph_is_renamed_in_the_subgraphs_reading_it(moc
     optimized = optimize(graph, "all", [plugins.backends()["mock"]], plugins.operators())
     assert [node.op_type for node in optimized.toposort()] == ["Scale", "If"]
     assert optimized.nodes[1].attrs["then_branch"].nodes[0].inputs == ["c"]
+
+
+def test_inference_kept_across_rewrites_follows_every_change():
+    """A node's kept inference is not reused once its attributes, input types or constant inputs
+    change: ONNX's Transpose and Reshape shapes, worked out by hand, after each edit."""
+    transpose = Node("Transpose", ["x"], ["t"], {"perm": [2, 0, 1]})
+    graph = Graph(
+        nodes=[transpose, Node("Reshape", ["t", "shape"], ["y"])],
+        inputs=[Value("x", F32, (2, 3, 4))],
+        outputs=[Value("y")],
+        initializers={"shape": np.array([4, -1], np.int64)},
+        opset_imports={"": 17},
+    )
+    memo = InferenceMemo()
+    assert [infer_shapes(graph, memo=memo)[name].shape for name in ("t", "y")] == [(4, 2, 3), (4, 6)]
+    transpose.attrs = {"perm": [1, 2, 0]}
+    assert [infer_shapes(graph, memo=memo)[name].shape for name in ("t", "y")] == [(3, 4, 2), (4, 6)]
+    graph.initializers["shape"] = np.array([-1, 2], np.int64)
+    assert infer_shapes(graph, memo=memo)["y"].shape == (12, 2)
+    graph.inputs = [Value("x", F32, (5, 3, 4))]
+    assert [infer_shapes(graph, memo=memo)[name].shape for name in ("t", "y")] == [(3, 4, 5), (30, 2)]
