@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from spawnml.backend import KernelContext
 
-from .nn_common import Windows, widen
+from .nn_common import Windows, matmul, widen
 from .table import KERNELS
 
 
@@ -94,7 +94,15 @@ def _lp_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 
 @KERNELS.register("GlobalAveragePool")
 def _global_average_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    return widen(x).mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(x.dtype, copy=False)
+    """Every plane's sum as one matrix-vector product with ones, then divided by its size.
+
+    numpy's mean over the trailing axes reduces each plane on its own, which costs far more than
+    the sums on small planes (MobileNetV2's 1280 planes of 7x7: 75-95 us, against about 10)."""
+    work = widen(x)
+    size = math.prod(x.shape[2:])
+    planes = np.ascontiguousarray(work).reshape(math.prod(x.shape[:2]), size)
+    means = matmul(planes, np.ones(size, work.dtype)) / work.dtype.type(size)
+    return means.reshape(*x.shape[:2], *(1,) * (x.ndim - 2)).astype(x.dtype, copy=False)
 
 
 @KERNELS.register("GlobalMaxPool")
