@@ -142,9 +142,13 @@ class Graph:
                     producer[out] = index
         defined = set(outer) | set(self.initializers) | {v.name for v in self.inputs}
         reads = [self._reads(node) for node in self.nodes]
-        for node, names in zip(self.nodes, reads, strict=True):
+        in_order = True
+        for index, (node, names) in enumerate(zip(self.nodes, reads, strict=True)):
             for name in names:
-                if name not in producer and name not in defined:
+                source = producer.get(name)
+                if source is not None:
+                    in_order = in_order and source < index
+                elif name not in defined:
                     raise InvalidGraphError(
                         f"node {node.label()!r} ({node.op_type}) reads {name!r}, which no node, "
                         f"input or initializer of graph {self.name!r} defines"
@@ -153,7 +157,7 @@ class Graph:
             if value.name not in producer and value.name not in defined:
                 raise InvalidGraphError(f"graph output {value.name!r} of {self.name!r} is never produced")
 
-        if all(producer.get(name, -1) < index for index, names in enumerate(reads) for name in names):
+        if in_order:
             return list(self.nodes)  # already in order, as loaded graphs mostly are
         # Kahn's algorithm, always taking the earliest ready node so that file order
         # is kept wherever it is already valid.
@@ -193,11 +197,16 @@ class Graph:
             return set(self._free_names)
         defined = set(self.initializers)
         defined.update(value.name for value in self.inputs)
-        used = {value.name for value in self.outputs}
+        read: set[str] = set()
+        bodies: list[Graph] = []
         for node in self.nodes:
             defined.update(node.outputs)
-            used |= self._reads(node)
-        free = used - defined
+            read.update(node.inputs)
+            bodies += node.subgraphs()
+        read.discard("")  # an omitted optional input
+        for body in bodies:
+            read |= body.free_names()
+        free = (read | {value.name for value in self.outputs}) - defined
         if self._remember:
             self._free_names = frozenset(free)
         return free

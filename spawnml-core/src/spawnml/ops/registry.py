@@ -19,6 +19,8 @@ class OperatorRegistry:
 
     def __init__(self, schemas: Iterable[OpSchema] = ()) -> None:
         self._versions: dict[tuple[str, str], list[OpSchema]] = {}
+        #: What :meth:`lookup` found, by its arguments (a session asks thousands of times).
+        self._found: dict[tuple[str, str, int], OpSchema | None] = {}
         for schema in schemas:
             self.register(schema)
 
@@ -30,12 +32,17 @@ class OperatorRegistry:
                 f"operator {schema.qualified_name} version {schema.since_version} is registered twice"
             )
         bisect.insort(versions, schema, key=lambda s: s.since_version)
+        self._found.clear()
 
     def lookup(self, domain: str, name: str, opset: int) -> OpSchema | None:
         """The schema in force at ``opset``: the newest version not newer than it."""
+        key = (domain, name, opset)
+        if key in self._found:
+            return self._found[key]
         versions = self._versions.get((_canonical(domain), name), [])
-        index = bisect.bisect_right([s.since_version for s in versions], opset)
-        return versions[index - 1] if index else None
+        index = bisect.bisect_right(versions, opset, key=lambda s: s.since_version)
+        found = self._found[key] = versions[index - 1] if index else None
+        return found
 
     def validate(self, graph: Graph) -> None:
         """Refuse nodes whose arity or attributes contradict their schema, subgraphs included.

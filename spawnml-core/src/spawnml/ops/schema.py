@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,17 +95,16 @@ class OpSchema:
 
     def resolve_attrs(self, node: Node) -> dict[str, Any]:
         """The node's attributes with defaults filled in; raises for missing or unknown ones."""
-        known = {attr.name: attr for attr in self.attributes}
-        unknown = sorted(set(node.attrs) - set(known))
-        if unknown:
+        given = node.attrs
+        if not given.keys() <= self._attribute_names:
             raise InvalidGraphError(
                 f"node {node.label()!r}: {self.qualified_name} (opset {self.since_version}) has no "
-                f"attribute(s) {unknown}"
+                f"attribute(s) {sorted(given.keys() - self._attribute_names)}"
             )
         resolved = {}
         for attr in self.attributes:
-            if attr.name in node.attrs:
-                resolved[attr.name] = node.attrs[attr.name]
+            if attr.name in given:
+                resolved[attr.name] = given[attr.name]
             elif attr.default is REQUIRED:
                 raise InvalidGraphError(
                     f"node {node.label()!r}: {self.qualified_name} requires attribute {attr.name!r}"
@@ -124,6 +124,10 @@ class OpSchema:
                 raise InvalidGraphError(
                     f"node {node.label()!r}: {self.qualified_name} takes {expected} {what}, got {count}"
                 )
+
+    @cached_property
+    def _attribute_names(self) -> frozenset[str]:
+        return frozenset(attr.name for attr in self.attributes)
 
     @property
     def qualified_name(self) -> str:
