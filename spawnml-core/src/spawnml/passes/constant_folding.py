@@ -50,19 +50,19 @@ def fold_constants(graph: Graph, ctx: PassContext) -> int:
 def _foldable(graph: Graph, node: Node, outputs: set[str], outer: Mapping[str, np.ndarray]) -> bool:
     return (
         node.op_type not in NONDETERMINISTIC
-        and not any(node.subgraphs())
-        and not any(name in outputs for name in node.outputs)
         and all(constant(graph, name) is not None or name in outer for name in node.inputs if name)
+        and not any(name in outputs for name in node.outputs)
+        and not node.subgraphs()
     )
 
 
 def _constant(graph: Graph, node: Node, ctx: PassContext) -> dict[str, np.ndarray] | None:
     """A Constant node's value, read from its attributes (as its kernels do) without planning it,
-    where a provider runs the node."""
+    where a provider runs the node; the array is the attribute's own (weights are shared)."""
     if ctx.placement(graph, node) is None:
         return None
     try:
-        return {node.outputs[0]: np.array(constant_value(node.attrs))}
+        return {node.outputs[0]: constant_value(node.attrs)}
     except SpawnMLError:
         return None
 

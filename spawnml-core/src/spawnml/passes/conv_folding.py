@@ -15,14 +15,14 @@ import numpy as np
 
 from ..ir import Graph, Node
 from .context import PassContext
-from .graph_edit import constant, consumers, fresh_name, only_reader, producers
+from .graph_edit import constant, consumers, defined_names, fresh_name, only_reader, producers
 
 
 def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
     """Fold BatchNormalization / Mul / Add after Conv or ConvTranspose into its weights; return how many."""
-    folded = 0
-    made, readers = producers(graph), consumers(graph)
-    for node in list(graph.nodes):
+    made, readers, taken = producers(graph), consumers(graph), defined_names(graph)
+    removed: set[int] = set()
+    for node in graph.nodes:
         if node.domain or node.op_type not in ("BatchNormalization", "Mul", "Add"):
             continue
         conv, channel = _conv_and_channel_input(graph, node, made, readers)
@@ -42,14 +42,16 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         replaced, skipped = conv.inputs[1:], conv.outputs[0]
         conv.inputs = [
             conv.inputs[0],
-            _add(graph, f"{conv.inputs[1]}_folded", new_weight.astype(weight.dtype)),
-            _add(graph, f"{conv.label()}_bias_folded", new_bias.astype(weight.dtype)),
+            _add(graph, taken, f"{conv.inputs[1]}_folded", new_weight),
+            _add(graph, taken, f"{conv.label()}_bias_folded", new_bias.astype(weight.dtype)),
         ]
         conv.outputs = [node.outputs[0]]
-        graph.nodes.remove(node)
-        folded += 1
+        removed.add(id(node))
+        taken -= {skipped, *node.outputs[1:]}  # what no node makes any more
         _rewire(made, readers, conv, node, replaced, skipped)
-    return folded
+    if removed:
+        graph.nodes = [node for node in graph.nodes if id(node) not in removed]
+    return len(removed)
 
 
 def _rewire(
@@ -105,11 +107,19 @@ class _Layout:
         return weight.shape[1] * self.group if self.transposed else weight.shape[0]
 
     def scaled(self, weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
-        """``weight`` with each output channel's taps multiplied by its ``factor``."""
+        """``weight`` with each output channel's taps multiplied by its float64 ``factor``, rounded once
+        to the weight's type (numpy casts block by block: no float64 copy of the whole weight)."""
+        result = np.empty(weight.shape, weight.dtype)
         if not self.transposed:
-            return weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))
-        grouped = weight.reshape(self.group, -1, *weight.shape[1:])
-        return (grouped * factor.reshape(self.group, 1, -1, *(1,) * (weight.ndim - 2))).reshape(weight.shape)
+            factor = factor.reshape((-1,) + (1,) * (weight.ndim - 1))
+            np.multiply(weight, factor, out=result, casting="unsafe")
+            return result
+        grouped_shape = (self.group, -1, *weight.shape[1:])
+        factor = factor.reshape(self.group, 1, -1, *(1,) * (weight.ndim - 2))
+        np.multiply(
+            weight.reshape(grouped_shape), factor, out=result.reshape(grouped_shape), casting="unsafe"
+        )
+        return result
 
 
 def _weights(graph: Graph, conv: Node, layout: _Layout) -> tuple[np.ndarray | None, np.ndarray]:
@@ -157,7 +167,8 @@ def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarr
     return np.broadcast_to(value.reshape(-1).astype(np.float64), (channels,))
 
 
-def _add(graph: Graph, base: str, array: np.ndarray) -> str:
-    name = fresh_name(graph, base)
+def _add(graph: Graph, taken: set[str], base: str, array: np.ndarray) -> str:
+    name = fresh_name(taken, base)
+    taken.add(name)
     graph.initializers[name] = array
     return name

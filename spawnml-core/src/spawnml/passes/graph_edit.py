@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -85,21 +85,22 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
     graph.nodes = [node for node in graph.nodes if id(node) not in dropped]
 
 
-def fresh_name(graph: Graph, base: str) -> str:
-    """A value name not yet used in ``graph``."""
+def defined_names(graph: Graph) -> set[str]:
+    """The value names ``graph`` defines: its initializers, its inputs and its nodes' outputs."""
+    names = set(graph.initializers)
+    names.update(value.name for value in graph.inputs)
+    for node in graph.nodes:
+        names.update(node.outputs)
+    return names
+
+
+def fresh_name(taken: Collection[str], base: str) -> str:
+    """``base``, or ``base`` with the first ``_1``, ``_2``, ... suffix that makes it a name not ``taken``."""
     name, index = base, 0
-    while _used(graph, name):
+    while name in taken:
         index += 1
         name = f"{base}_{index}"
     return name
-
-
-def _used(graph: Graph, name: str) -> bool:
-    return (
-        name in graph.initializers
-        or any(value.name == name for value in graph.inputs)
-        or any(name in node.outputs for node in graph.nodes)
-    )
 
 
 def scalar(array: np.ndarray | None) -> float | None:

@@ -13,7 +13,16 @@ import numpy as np
 from ..ir import Graph, Node
 from ..ops.schema import TensorType
 from .context import PassContext
-from .graph_edit import constant, consumers, fresh_name, output_names, producers, remove_nodes, scalar
+from .graph_edit import (
+    constant,
+    consumers,
+    defined_names,
+    fresh_name,
+    output_names,
+    producers,
+    remove_nodes,
+    scalar,
+)
 
 #: The divisor's producers, back through their first inputs: ``sqrt(mean(d ** 2) + eps)``.
 VARIANCE = ("Sqrt", "Add", "ReduceMean", "Pow")
@@ -146,6 +155,6 @@ def _internal(graph: Graph, readers: dict[str, list[Node]], nodes: list[Node], l
 
 
 def _vector(graph: Graph, value: np.ndarray) -> str:
-    name = fresh_name(graph, "layer_norm_param")
+    name = fresh_name(defined_names(graph), "layer_norm_param")
     graph.initializers[name] = value.reshape(-1)
     return name
