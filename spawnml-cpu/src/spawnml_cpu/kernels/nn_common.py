@@ -84,7 +84,8 @@ class Windows:
     def of(cls, attrs: dict[str, Any], sizes: Sequence[int], kernel: Sequence[int]) -> Windows:
         """The windows of a node with ``attrs`` over spatial ``sizes`` (remembered: a node meets
         the same shapes run after run)."""
-        settings = tuple((name, _hashable(attrs[name])) for name in _WINDOW_ATTRS if name in attrs)
+        get = attrs.get
+        settings = tuple([_hashable(get(name)) for name in _WINDOW_ATTRS])
         return _windows(tuple(sizes), tuple(kernel), settings)
 
     def starts(self, axis: int) -> np.ndarray:
@@ -125,14 +126,13 @@ _WINDOW_ATTRS = ("strides", "dilations", "pads", "auto_pad", "ceil_mode")
 
 
 def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list | tuple | np.ndarray) else value
+    return tuple(value) if isinstance(value, (list, np.ndarray)) else value
 
 
 @functools.lru_cache(maxsize=1024)
-def _windows(
-    sizes: tuple[int, ...], kernel: tuple[int, ...], settings: tuple[tuple[str, Any], ...]
-) -> Windows:
-    attrs = dict(settings)
+def _windows(sizes: tuple[int, ...], kernel: tuple[int, ...], settings: tuple[Any, ...]) -> Windows:
+    """The windows of a node whose :data:`_WINDOW_ATTRS` are ``settings`` (None where absent)."""
+    attrs = {name: value for name, value in zip(_WINDOW_ATTRS, settings, strict=True) if value is not None}
     strides, dilations, _ = window_attrs(attrs, kernel)
     axes = sliding_windows(sizes, attrs, kernel)
     return Windows(
