@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -16,6 +17,7 @@ Array = np.ndarray
 Axes = tuple[int, ...] | None
 #: ``fn(x, axes, keepdims)``: a reduction over ``axes`` (every axis when None).
 Reduction = Callable[[Array, Axes, bool], Array]
+FLOAT32 = np.dtype(np.float32)
 
 
 def _lowest(dtype: np.dtype) -> object:
@@ -127,6 +129,10 @@ _SHARED_SHIFT_SPREAD = 80
 
 
 def _softmax(x: Array, axis: int) -> Array:
+    if x.dtype == FLOAT32 and axis == x.ndim - 1 and x.size:
+        rows = _softmax_float32_rows(np.ascontiguousarray(x).reshape(-1, x.shape[-1]))
+        if rows is not None:
+            return rows.reshape(x.shape)
     top = np.max(x, initial=-np.inf)
     if not top - np.min(x, initial=np.inf) < _SHARED_SHIFT_SPREAD:  # also NaNs and infinities
         top = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
@@ -134,6 +140,86 @@ def _softmax(x: Array, axis: int) -> Array:
     np.exp(exp, out=exp)  # in place: each temporary is as large as x
     exp /= np.sum(exp, axis=axis, keepdims=True)
     return exp
+
+
+def _softmax_float32_rows(x: Array) -> Array | None:
+    """The softmax of each row of a float32 matrix on the compiled loop; None where ``x`` holds a
+    NaN or +inf (numpy's path gives their rows of NaN). -inf, as a mask gives, takes no weight."""
+    top, low = np.max(x), np.min(x)
+    if not math.isfinite(top):  # the maximum is NaN where any element is
+        return None
+    if top - low < _SHARED_SHIFT_SPREAD:
+        tops = np.full(x.shape[0], top, FLOAT32)
+    else:
+        tops = np.empty(x.shape[0], FLOAT32)
+        _softmax_loops()[0](x, tops)
+    out = np.empty_like(x)
+    _softmax_loops()[1](x, tops, out)
+    return out
+
+
+@functools.cache
+def _softmax_loops() -> tuple[Callable[[Array, Array], None], Callable[[Array, Array, Array], None]]:
+    """:func:`_row_maxima` and :func:`_softmax_rows` compiled with numba (imported on first use).
+
+    The softmax's sums may be reassociated and its products contracted, and a zero sum (a row of
+    only -inf) gives NaN as numpy's division does, not an exception."""
+    import numba
+
+    numba.extending.register_jitable(_exp_nonpositive)
+    maxima = numba.njit(nogil=True, cache=True)(_row_maxima)
+    flags = {"reassoc", "nsz", "contract"}
+    softmax = numba.njit(nogil=True, cache=True, fastmath=flags, error_model="numpy")(_softmax_rows)
+    return maxima, softmax
+
+
+def _row_maxima(x: Array, tops: Array) -> None:
+    """The maximum of each row of a float32 matrix without NaN, compared as integers that order as
+    the floats do (a float loop's maximum does not vectorize): the bits of a negative float, less
+    its sign, inverted."""
+    bits = x.view(np.int32)
+    for r in range(x.shape[0]):
+        top = np.int32(-(2**31))
+        for j in range(x.shape[1]):
+            top = max(top, bits[r, j] ^ ((bits[r, j] >> 31) & np.int32(0x7FFFFFFF)))
+        tops[r] = np.int32(top ^ ((top >> 31) & np.int32(0x7FFFFFFF))).view(np.float32)
+
+
+def _softmax_rows(x: Array, tops: Array, out: Array) -> None:
+    """``out = exp(x - top) / sum(exp(x - top))`` per row of float32 ``x``, ``top`` from ``tops``."""
+    for r in range(x.shape[0]):
+        total = np.float32(0)
+        for j in range(x.shape[1]):
+            value = _exp_nonpositive(x[r, j] - tops[r])
+            out[r, j] = value
+            total += value
+        scale = np.float32(1) / total
+        for j in range(x.shape[1]):
+            out[r, j] *= scale
+
+
+#: Cephes' single-precision exp: ln 2 in two parts, and the polynomial of exp(r) - 1 - r on
+#: [-ln 2 / 2, ln 2 / 2] (relative error within 2 ulp).
+_LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)
+_LOG2E = np.float32(1.4426950408889634)
+_EXP_POLYNOMIAL = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 0.5)
+#: exp(x) is below float32's normal range from here down; the loop gives 0 there.
+_EXP_FLOOR = np.float32(-87)
+
+
+def _exp_nonpositive(x: np.float32) -> np.float32:
+    """exp of a float32 ``x <= 0`` without a libm call, so that loops over it vectorize: ``2**n``
+    (built in the exponent bits) times ``exp(r)``, ``x = n ln 2 + r``; 0 below :data:`_EXP_FLOOR`
+    and for NaN."""
+    clamped = x if x > _EXP_FLOOR else _EXP_FLOOR
+    n = np.floor(clamped * _LOG2E + np.float32(0.5))
+    r = clamped - n * _LN2_HIGH - n * _LN2_LOW
+    poly = np.float32(_EXP_POLYNOMIAL[0])
+    for coefficient in _EXP_POLYNOMIAL[1:]:
+        poly = poly * r + np.float32(coefficient)
+    power = np.int32((np.int32(n) + np.int32(127)) << np.int32(23)).view(np.float32)
+    value = (poly * r * r + r + np.float32(1)) * power
+    return value if x > _EXP_FLOOR else np.float32(0)
 
 
 def _log_softmax(x: Array, axis: int) -> Array:
