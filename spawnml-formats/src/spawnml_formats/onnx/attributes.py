@@ -17,28 +17,35 @@ from spawnml.ir import Graph
 from .tensors import TensorReader
 from .values import type_value
 
+#: The kinds whose value is a plain number or list of numbers, and how to read each.
+_NUMBERS: dict[int, Callable[[AttributeProto], Any]] = {
+    AttributeProto.INT: lambda proto: proto.i,
+    AttributeProto.FLOAT: lambda proto: proto.f,
+    AttributeProto.INTS: lambda proto: list(proto.ints),
+    AttributeProto.FLOATS: lambda proto: list(proto.floats),
+}
+
 
 def attribute_value(
     proto: AttributeProto,
     tensors: TensorReader,
     lower_graph: Callable[[GraphProto, str], Graph],
-    where: str,
+    node: str,
 ) -> Any:
-    """The Python value of one attribute; ``where`` names it in messages.
+    """The Python value of one attribute of the node labelled ``node`` (for messages).
 
     ``lower_graph(body, label)`` lowers a graph attribute; ``label`` is the attribute's
     name, with ``[i]`` appended for the i-th graph of a list.
     """
+    kind = proto.type
+    if kind in _NUMBERS and not proto.ref_attr_name:
+        return _NUMBERS[kind](proto)
+    where = f"attribute {proto.name!r} of node {node!r}"
     if proto.ref_attr_name:
         raise ModelLoadError(
             f"{where} refers to function attribute {proto.ref_attr_name!r} outside a function"
         )
     limits = tensors.limits
-    kind = proto.type
-    if kind == AttributeProto.INT:
-        return proto.i
-    if kind == AttributeProto.FLOAT:
-        return proto.f
     if kind == AttributeProto.STRING:
         return _text(proto.s, limits, where)
     if kind == AttributeProto.TENSOR:
@@ -49,10 +56,6 @@ def attribute_value(
         return lower_graph(proto.g, proto.name)
     if kind == AttributeProto.TYPE_PROTO:
         return type_value("", proto.tp, limits)
-    if kind == AttributeProto.INTS:
-        return list(proto.ints)
-    if kind == AttributeProto.FLOATS:
-        return list(proto.floats)
     if kind == AttributeProto.STRINGS:
         return [_text(item, limits, where) for item in proto.strings]
     if kind == AttributeProto.TENSORS:

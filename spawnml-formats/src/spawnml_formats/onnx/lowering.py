@@ -27,7 +27,7 @@ from spawnml.ir import DEFAULT_DOMAIN, Graph, Node
 
 from .attributes import attribute_value
 from .tensors import TensorReader
-from .values import text, value_from_info
+from .values import text, texts, value_from_info
 
 #: The first IR version in which initializers need not be graph inputs.
 OVERRIDABLE_INITIALIZERS_IR_VERSION = 4
@@ -123,18 +123,21 @@ class _Lowering:
     def _node(self, proto: NodeProto, depth: int, where: str) -> Node:
         node = Node(
             text(proto.op_type, f"op_type of {where}"),
-            [text(value, f"input {i} of {where}") for i, value in enumerate(proto.input)],
-            [text(value, f"output {i} of {where}") for i, value in enumerate(proto.output)],
+            texts(proto.input, "input", where),
+            texts(proto.output, "output", where),
             name=text(proto.name, f"name of {where}"),
             domain=_domain(text(proto.domain, f"domain of {where}")),
         )
+        if not proto.attribute:
+            return node
+        label = node.label()
 
         def lower_body(body: GraphProto, attr_name: str) -> Graph:
-            return self.graph(body, depth + 1, fallback_name=f"{node.label()}.{attr_name}")
+            return self.graph(body, depth + 1, fallback_name=f"{label}.{attr_name}")
 
-        for i, attr in enumerate(proto.attribute):
-            attr_name = text(attr.name, f"name of attribute {i} of node {node.label()!r}")
-            where = f"attribute {attr_name!r} of node {node.label()!r}"
-            _unique(attr_name, node.attrs, where)
-            node.attrs[attr_name] = attribute_value(attr, self.tensors, lower_body, where)
+        names = texts([attr.name for attr in proto.attribute], "name of attribute", f"node {label!r}")
+        for attr_name, attr in zip(names, proto.attribute, strict=True):
+            if attr_name in node.attrs:
+                raise ModelLoadError(f"attribute {attr_name!r} of node {label!r} is given twice")
+            node.attrs[attr_name] = attribute_value(attr, self.tensors, lower_body, label)
         return node

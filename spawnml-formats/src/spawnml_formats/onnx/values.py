@@ -7,6 +7,8 @@ no counterpart in the IR, so such a value is a tensor of unknown type and shape.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 from onnx import TensorProto, TensorShapeProto, TypeProto, ValueInfoProto
 from spawnml import InvalidArgumentError, Limits, ModelLoadError, dtypes
@@ -28,6 +30,15 @@ def text(value: str | bytes, where: str) -> str:
     if isinstance(value, bytes):
         raise ModelLoadError(f"{where} is not valid UTF-8 text: {value[:64]!r}")
     return value
+
+
+def texts(values: Iterable[str | bytes], what: str, where: str) -> list[str]:
+    """Repeated string fields as text; the ``i``-th is named ``{what} {i} of {where}`` where refused."""
+    found = list(values)
+    for i, value in enumerate(found):
+        if isinstance(value, bytes):
+            text(value, f"{what} {i} of {where}")
+    return found
 
 
 def value_from_info(info: ValueInfoProto, limits: Limits, where: str) -> Value:
