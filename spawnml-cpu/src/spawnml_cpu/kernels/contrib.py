@@ -52,7 +52,7 @@ def _activation(fn: Callable[[Array], Array]) -> Callable[..., Array]:
             if bias is not None:
                 total = total + widen(bias)
         with np.errstate(over="ignore"):
-            return fn(total).astype(x.dtype)
+            return fn(total).astype(x.dtype, copy=False)
 
     return kernel
 
@@ -65,7 +65,7 @@ KERNELS.register("FastGelu", domain=MS)(_activation(tanh_gelu))
 @KERNELS.register("QuickGelu", domain=MS)
 def _quick_gelu(ctx: KernelContext, x: Array) -> Array:
     work = widen(x)
-    return (work * sigmoid(work * work.dtype.type(ctx.attrs["alpha"]))).astype(x.dtype)
+    return (work * sigmoid(work * work.dtype.type(ctx.attrs["alpha"]))).astype(x.dtype, copy=False)
 
 
 # Normalization -------------------------------------------------------------------------------
