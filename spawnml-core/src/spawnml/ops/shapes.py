@@ -16,20 +16,23 @@ def broadcast(*shapes: Shape) -> Shape:
     """Numpy-style multidirectional broadcast of possibly symbolic shapes."""
     if any(shape is None for shape in shapes):
         return None
-    rank = max((len(shape) for shape in shapes), default=0)
+    rank = max(map(len, shapes), default=0)
     padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
-    return tuple(_broadcast_dim([shape[axis] for shape in padded]) for axis in range(rank))
+    return tuple(map(_broadcast_dim, zip(*padded, strict=True)))
 
 
 def _broadcast_dim(dims: Sequence[Dim]) -> Dim:
+    others = [dim for dim in dims if dim != 1]
+    if not others:
+        return 1
+    first = others[0]
+    if all(dim == first and type(dim) is type(first) for dim in others):
+        return first  # one size, one name or all unknown: what the rules below give
     known = {dim for dim in dims if isinstance(dim, int) and dim != 1}
     if len(known) > 1:
         raise InvalidGraphError(f"dimensions {list(dims)} do not broadcast")
     if known:
         return known.pop()
-    others = [dim for dim in dims if dim != 1]
-    if not others:
-        return 1
     return others[0] if all(dim == others[0] for dim in others) else None
 
 
