@@ -8,7 +8,6 @@ and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormaliz
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from .attention import merge_heads, sigmoid, softmax, split_heads
 from .conv import convolve
 from .elementwise import erf_gelu
 from .nn_common import compute_dtype, matmul, widen
+from .norm import normalize_rows_loop
 from .table import KERNELS
 
 MS = "com.microsoft"
@@ -160,7 +160,7 @@ def _skip_normalize_float32(
     zeros = np.zeros(hidden, FLOAT32)
     out, total = np.empty_like(x), np.empty_like(x)
     mean, inv_std = (np.empty((*x.shape[:-1], 1), FLOAT32) for _ in range(2))
-    _skip_normalize_loop()(
+    normalize_rows_loop()(
         *rows,
         *(np.ascontiguousarray(a).reshape(hidden) for a in (gamma, zeros if beta is None else beta)),
         np.ascontiguousarray(zeros if bias is None else bias).reshape(hidden),
@@ -172,49 +172,6 @@ def _skip_normalize_float32(
         inv_std.reshape(-1),
     )
     return out, mean if centered else None, inv_std, total
-
-
-@functools.cache
-def _skip_normalize_loop() -> Callable[..., None]:
-    """:func:`_skip_normalize_rows` compiled with numba (imported on first use). Its sums may be
-    reassociated, so that they vectorize."""
-    import numba
-
-    return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "nsz"})(_skip_normalize_rows)
-
-
-def _skip_normalize_rows(
-    x: Array,
-    skip: Array,
-    gamma: Array,
-    beta: Array,
-    bias: Array,
-    epsilon: np.float32,
-    centered: bool,
-    out: Array,
-    total: Array,
-    mean: Array,
-    inv_std: Array,
-) -> None:
-    """Per row of float32 ``x``: ``total = x + skip + bias``, its mean (0 when not ``centered``) and
-    inverse deviation, and ``out = (total - mean) * inv_std * gamma + beta``, in three passes over
-    the row."""
-    size = x.shape[1]
-    for r in range(x.shape[0]):
-        row_sum = np.float32(0)
-        for j in range(size):
-            value = x[r, j] + skip[r, j] + bias[j]
-            total[r, j] = value
-            row_sum += value
-        center = row_sum / np.float32(size) if centered else np.float32(0)
-        squares = np.float32(0)
-        for j in range(size):
-            deviation = total[r, j] - center
-            squares += deviation * deviation
-        scale = np.float32(1) / np.sqrt(squares / np.float32(size) + epsilon)
-        for j in range(size):
-            out[r, j] = (total[r, j] - center) * scale * gamma[j] + beta[j]
-        mean[r], inv_std[r] = center, scale
 
 
 @KERNELS.register("SkipLayerNormalization", domain=MS)

@@ -3,6 +3,10 @@ and mean-variance."""
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.backend import KernelContext
@@ -15,6 +19,7 @@ from .table import KERNELS
 
 #: MeanVarianceNormalization's fixed guard against a zero deviation.
 MVN_EPSILON = 1e-9
+FLOAT32 = np.dtype(np.float32)
 
 
 def _standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple[np.ndarray, ...]:
@@ -89,11 +94,92 @@ def _layer_norm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     stash, work = _stash_type(ctx, x), compute_dtype(x.dtype)
     axis = normalize_axis(ctx.attrs["axis"], x.ndim)
+    row = x.shape[axis:]
+    parameters = [a for a in (scale, bias) if a is not None]
+    if x.size and stash == x.dtype == FLOAT32 and all(_row_shaped(a, row) for a in parameters):
+        return _layer_norm_float32(x, axis, scale, bias, ctx.attrs["epsilon"])
     y, mean, inv_std = _standardize(x.astype(stash), tuple(range(axis, x.ndim)), ctx.attrs["epsilon"])
     y = y.astype(work, copy=False) * scale.astype(work, copy=False)
     if bias is not None:
         y += bias.astype(work, copy=False)
     return y.astype(x.dtype, copy=False), mean, inv_std
+
+
+def _row_shaped(parameter: np.ndarray, row: tuple[int, ...]) -> bool:
+    """Whether a float32 scale or bias holds one value per element of ``row`` (leading 1s aside)."""
+    trailing = parameter.shape[max(parameter.ndim - len(row), 0) :]
+    return parameter.dtype == FLOAT32 and parameter.size == math.prod(row) and trailing == row
+
+
+def _layer_norm_float32(
+    x: np.ndarray, axis: int, scale: np.ndarray, bias: np.ndarray | None, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LayerNormalization of float32 arrays, scale and bias as large as a row, on the row loop."""
+    width = math.prod(x.shape[axis:])
+    zeros = np.zeros(width, FLOAT32)
+    out = np.empty(x.shape, FLOAT32)
+    mean, inv_std = (np.empty((*x.shape[:axis], *(1,) * (x.ndim - axis)), FLOAT32) for _ in range(2))
+    rows = out.reshape(-1, width)
+    normalize_rows_loop()(
+        np.ascontiguousarray(x).reshape(-1, width),
+        None,
+        np.ascontiguousarray(scale).reshape(width),
+        zeros if bias is None else np.ascontiguousarray(bias).reshape(width),
+        zeros,
+        np.float32(epsilon),
+        True,
+        rows,
+        rows,
+        mean.reshape(-1),
+        inv_std.reshape(-1),
+    )
+    return out, mean, inv_std
+
+
+@functools.cache
+def normalize_rows_loop() -> Callable[..., None]:
+    """:func:`_normalize_rows` compiled with numba (imported on first use). Its sums may be
+    reassociated, so that they vectorize."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "nsz"})(_normalize_rows)
+
+
+def _normalize_rows(
+    x: np.ndarray,
+    skip: np.ndarray | None,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    bias: np.ndarray,
+    epsilon: np.float32,
+    centered: bool,
+    out: np.ndarray,
+    total: np.ndarray,
+    mean: np.ndarray,
+    inv_std: np.ndarray,
+) -> None:
+    """Per row of float32 ``x``: ``total = x + skip + bias`` (``skip`` where given), its mean (0
+    when not ``centered``) and inverse deviation, and ``out = (total - mean) * inv_std * gamma +
+    beta``, in three passes over the row. ``total`` may be ``out``."""
+    size = x.shape[1]
+    for r in range(x.shape[0]):
+        row_sum = np.float32(0)
+        for j in range(size):
+            value = x[r, j]
+            if skip is not None:
+                value += skip[r, j]
+            value += bias[j]
+            total[r, j] = value
+            row_sum += value
+        center = row_sum / np.float32(size) if centered else np.float32(0)
+        squares = np.float32(0)
+        for j in range(size):
+            deviation = total[r, j] - center
+            squares += deviation * deviation
+        scale = np.float32(1) / np.sqrt(squares / np.float32(size) + epsilon)
+        for j in range(size):
+            out[r, j] = (total[r, j] - center) * scale * gamma[j] + beta[j]
+        mean[r], inv_std[r] = center, scale
 
 
 @KERNELS.register("GroupNormalization")
