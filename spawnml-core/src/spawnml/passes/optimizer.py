@@ -215,12 +215,8 @@ def _copy(graph: Graph) -> Graph:
 
 
 def _copy_node(node: Node) -> Node:
-    return replace(
-        node,
-        inputs=list(node.inputs),
-        outputs=list(node.outputs),
-        attrs={name: _copy_attr(value) for name, value in node.attrs.items()},
-    )
+    attrs = {name: _copy_attr(value) for name, value in node.attrs.items()}
+    return Node(node.op_type, list(node.inputs), list(node.outputs), attrs, node.name, node.domain)
 
 
 def _copy_attr(value: Any) -> Any:
