@@ -71,10 +71,11 @@ class Node:
         """
         found = []
         for value in self.attrs.values():
-            if isinstance(value, Graph):
+            if isinstance(value, list):  # most attributes of most nodes hold numbers
+                if value and isinstance(value[0], Graph):
+                    found += value
+            elif isinstance(value, Graph):
                 found.append(value)
-            elif isinstance(value, list) and value and isinstance(value[0], Graph):
-                found += value
         return found
 
     def label(self) -> str:

@@ -257,10 +257,11 @@ def _plan_graph(
         kernel = chosen.kernels.find(domain, node.op_type, opset)
         assert kernel is not None  # _choose only picks backends with a kernel
         steps.append(Step(node, chosen, kernel, attrs, opset, bodies=bodies))
-    _mark_releases(graph, steps)
-    constants = _constants(graph, steps)
+    reads = [_reads(step.node) for step in steps]
+    _mark_releases(graph, steps, reads)
+    constants = _constants(graph, steps, reads)
     _prepare_calls(graph, steps, constants)
-    homes = _feed_homes(graph, steps, providers[0])
+    homes = _feed_homes(graph, steps, reads, providers[0])
     return Plan(graph, steps, _transfers(graph, steps, homes), constants, providers[0], homes)
 
 
@@ -299,12 +300,12 @@ def _defined_names(graph: Graph) -> frozenset[str]:
     return frozenset(names)
 
 
-def _mark_releases(graph: Graph, steps: list[Step]) -> None:
-    """Record after which step each intermediate value can be dropped."""
+def _mark_releases(graph: Graph, steps: list[Step], reads: list[set[str]]) -> None:
+    """Record after which step each intermediate value can be dropped (``reads``: what each step reads)."""
     keep = {value.name for value in graph.outputs}
     last_reader: dict[str, int] = {}
-    for index, step in enumerate(steps):
-        for name in _reads(step.node):
+    for index, names in enumerate(reads):
+        for name in names:
             last_reader[name] = index
     for name, index in last_reader.items():
         if name not in keep:
@@ -338,12 +339,12 @@ def _reads(node: Node) -> set[str]:
     return names
 
 
-def _feed_homes(graph: Graph, steps: list[Step], first: Backend) -> dict[str, Backend]:
+def _feed_homes(graph: Graph, steps: list[Step], reads: list[set[str]], first: Backend) -> dict[str, Backend]:
     """Each graph input's provider: that of the first step reading it (``first`` if none does), so
     a feed only one provider holds (strings, on the CPU) or reads goes straight there."""
     first_readers: dict[str, Backend] = {}
-    for step in steps:
-        for name in _reads(step.node):
+    for step, names in zip(steps, reads, strict=True):
+        for name in names:
             first_readers.setdefault(name, step.backend)
     return {value.name: first_readers.get(value.name, first) for value in graph.inputs}
 
@@ -363,15 +364,15 @@ def _transfers(graph: Graph, steps: list[Step], homes: Mapping[str, Backend]) ->
     return found
 
 
-def _constants(graph: Graph, steps: list[Step]) -> dict[tuple[str, str], Any]:
+def _constants(graph: Graph, steps: list[Step], reads: list[set[str]]) -> dict[tuple[str, str], Any]:
     """Initializers uploaded once to every backend that reads them, read-only.
 
     Read-only, because a kernel may return a view of its input (Reshape, Identity): a
     caller writing into such an output must not change the model's weights.
     """
     readers: dict[str, set[Backend]] = defaultdict(set)
-    for step in steps:
-        for name in _reads(step.node):
+    for step, names in zip(steps, reads, strict=True):
+        for name in names:
             if name in graph.initializers:
                 readers[name].add(step.backend)
     constants = {}
