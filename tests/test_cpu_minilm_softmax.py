@@ -1,13 +1,13 @@
 """The CPU's float32 Softmax row loop against onnxruntime.
 
 Softmax over the last axis of a float32 input runs on a compiled loop (exp by a polynomial, so
-that it vectorizes): one shift for every row where the values span less than 80, each row's own
-maximum elsewhere (an attention mask's -3.4e38 or -inf), and numpy's path where the input holds
-NaN or +inf. The cases cover MiniLM's attention scores (12 heads of 128 x 128), masked keys,
-rows as wide as one element or not a multiple of the vector width, spans on either side of 80,
-rows of only -inf, NaN and +inf, and the opset-11 form (the trailing axes as one row). Each case
-is one node run unoptimized. Tolerances: within rtol 1e-5 / atol 1e-7 of onnxruntime (its
-exp and sums round differently); NaN exactly where onnxruntime gives NaN.
+that it vectorizes), each row shifted by its own maximum (found in one pass with the check for
+NaN and +inf, where numpy's path runs instead). The cases cover MiniLM's attention scores (12
+heads of 128 x 128), masked keys, rows as wide as one element or not a multiple of the vector
+width, spans on either side of 80, rows of only -inf, NaN (with and without the sign bit) and
++inf, and the opset-11 form (the trailing axes as one row). Each case is one node run
+unoptimized. Tolerances: within rtol 1e-5 / atol 1e-7 of onnxruntime (its exp and sums round
+differently); NaN exactly where onnxruntime gives NaN.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_softmax_opset_11_rows_of_the_trailing_axes() -> None:
     np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("special", [np.nan, np.inf])
+@pytest.mark.parametrize("special", [np.nan, -np.nan, np.inf], ids=["nan", "nan-sign-bit", "inf"])
 def test_softmax_nan_and_infinity_as_onnxruntime(special: float) -> None:
     x = _scores((4, 16), 2)
     x[1, 3] = special

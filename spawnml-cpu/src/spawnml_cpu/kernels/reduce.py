@@ -143,23 +143,19 @@ def _softmax(x: Array, axis: int) -> Array:
 
 
 def _softmax_float32_rows(x: Array) -> Array | None:
-    """The softmax of each row of a float32 matrix on the compiled loop; None where ``x`` holds a
+    """The softmax of each row of a float32 matrix on the compiled loops; None where ``x`` holds a
     NaN or +inf (numpy's path gives their rows of NaN). -inf, as a mask gives, takes no weight."""
-    top, low = np.max(x), np.min(x)
-    if not math.isfinite(top):  # the maximum is NaN where any element is
+    maxima, softmax = _softmax_loops()
+    tops = np.empty(x.shape[0], FLOAT32)
+    if maxima(x, tops) < _MINUS_INFINITY_KEY or not math.isfinite(np.max(tops)):
         return None
-    if top - low < _SHARED_SHIFT_SPREAD:
-        tops = np.full(x.shape[0], top, FLOAT32)
-    else:
-        tops = np.empty(x.shape[0], FLOAT32)
-        _softmax_loops()[0](x, tops)
     out = np.empty_like(x)
-    _softmax_loops()[1](x, tops, out)
+    softmax(x, tops, out)
     return out
 
 
 @functools.cache
-def _softmax_loops() -> tuple[Callable[[Array, Array], None], Callable[[Array, Array, Array], None]]:
+def _softmax_loops() -> tuple[Callable[[Array, Array], int], Callable[[Array, Array, Array], None]]:
     """:func:`_row_maxima` and :func:`_softmax_rows` compiled with numba (imported on first use).
 
     The softmax's sums may be reassociated and its products contracted, and a zero sum (a row of
@@ -173,16 +169,25 @@ def _softmax_loops() -> tuple[Callable[[Array, Array], None], Callable[[Array, A
     return maxima, softmax
 
 
-def _row_maxima(x: Array, tops: Array) -> None:
-    """The maximum of each row of a float32 matrix without NaN, compared as integers that order as
-    the floats do (a float loop's maximum does not vectorize): the bits of a negative float, less
-    its sign, inverted."""
+#: -inf as the integer :func:`_row_maxima` orders floats by; NaNs with the sign bit set lie below it,
+#: other NaNs above +inf's.
+_MINUS_INFINITY_KEY = -0x7F800001
+
+
+def _row_maxima(x: Array, tops: Array) -> int:
+    """The maximum of each row of a float32 matrix into ``tops``, and the least element as an
+    integer key, in one pass. Floats are compared as integers that order as they do (a float
+    loop's maximum does not vectorize): the bits of a negative float, less its sign, inverted."""
     bits = x.view(np.int32)
+    least = np.int32(2**31 - 1)
     for r in range(x.shape[0]):
         top = np.int32(-(2**31))
         for j in range(x.shape[1]):
-            top = max(top, bits[r, j] ^ ((bits[r, j] >> 31) & np.int32(0x7FFFFFFF)))
+            key = bits[r, j] ^ ((bits[r, j] >> 31) & np.int32(0x7FFFFFFF))
+            top = max(top, key)
+            least = min(least, key)
         tops[r] = np.int32(top ^ ((top >> 31) & np.int32(0x7FFFFFFF))).view(np.float32)
+    return least
 
 
 def _softmax_rows(x: Array, tops: Array, out: Array) -> None:
