@@ -86,6 +86,7 @@ class InferenceSession:
             save_onnx(self._graph, Path(options.optimized_model_filepath))
         self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
+        self._required = [arg.name for arg in self.get_inputs()]  # checked on every run
 
     def close(self) -> None:
         """Free the device memory of the model's weights; the session cannot run afterwards.
@@ -176,10 +177,9 @@ class InferenceSession:
             raise InvalidFeedError(
                 f"unknown input name(s) {unknown}; the model's inputs are {sorted(self._feedable)}"
             )
-        required = [arg.name for arg in self.get_inputs()]
-        absent = [name for name in required if name not in feeds]
+        absent = [name for name in self._required if name not in feeds]
         if absent:
-            raise InvalidFeedError(f"missing input(s) {absent}; the model requires {required}")
+            raise InvalidFeedError(f"missing input(s) {absent}; the model requires {self._required}")
         symbols: dict[str, tuple[int, str]] = {}
         homes = self._open_plan().feed_homes
         return {
