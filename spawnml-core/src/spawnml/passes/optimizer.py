@@ -95,8 +95,10 @@ EXTENDED_PASSES: tuple[Pass, ...] = (
 ALL_PASSES: tuple[Pass, ...] = (fuse_elementwise,)
 
 #: Passes that find nothing right after they changed a graph: constant folding visits the nodes
-#: in dependency order, so whatever a fold makes foldable is folded in the same run.
-IDEMPOTENT: frozenset[Pass] = frozenset({fold_constants})
+#: in dependency order, so whatever a fold makes foldable is folded in the same run; elementwise
+#: fusion gathers every chain at once, and what it leaves (single nodes, chains with too many
+#: inputs or no provider) it would leave again, as a fused node is no link of a chain.
+IDEMPOTENT: frozenset[Pass] = frozenset({fold_constants, fuse_elementwise})
 
 
 def optimize(
