@@ -19,6 +19,7 @@ from .context import PassContext, import_domain
 from .graph_edit import consumers, output_names
 
 FLOAT32 = np.dtype(np.float32)
+FLOAT32_NAME = FLOAT32.name  # numpy builds a dtype's name on every read
 #: The most inputs one fused node takes (a compiled CPU ufunc takes at most 32 operands).
 MAX_INPUTS = 16
 
@@ -105,4 +106,4 @@ def _step(graph: Graph, ctx: PassContext, node: Node, inputs: list[str], interna
         names = [*node.inputs, "", ""][1:3]
         attrs |= {"has_min": bool(names[0]), "has_max": bool(names[1])}
     refs = [len(inputs) + internal[name] if name in internal else inputs.index(name) for name in present]
-    return step(node.op_type, refs, FLOAT32.name, attrs)
+    return step(node.op_type, refs, FLOAT32_NAME, attrs)
