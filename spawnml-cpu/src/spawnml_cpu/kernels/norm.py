@@ -119,17 +119,17 @@ def _layer_norm_float32(
     zeros = np.zeros(width, FLOAT32)
     out = np.empty(x.shape, FLOAT32)
     mean, inv_std = (np.empty((*x.shape[:axis], *(1,) * (x.ndim - axis)), FLOAT32) for _ in range(2))
-    rows = out.reshape(-1, width)
+    rows = np.ascontiguousarray(x).reshape(-1, width)
     normalize_rows_loop()(
-        np.ascontiguousarray(x).reshape(-1, width),
+        rows,
         None,
         np.ascontiguousarray(scale).reshape(width),
         zeros if bias is None else np.ascontiguousarray(bias).reshape(width),
         zeros,
         np.float32(epsilon),
         True,
-        rows,
-        rows,
+        out.reshape(-1, width),
+        np.empty_like(rows),  # the sum apart from the output, so that the loops vectorize
         mean.reshape(-1),
         inv_std.reshape(-1),
     )
@@ -160,7 +160,7 @@ def _normalize_rows(
 ) -> None:
     """Per row of float32 ``x``: ``total = x + skip + bias`` (``skip`` where given), its mean (0
     when not ``centered``) and inverse deviation, and ``out = (total - mean) * inv_std * gamma +
-    beta``, in three passes over the row. ``total`` may be ``out``."""
+    beta``, in three passes over the row."""
     size = x.shape[1]
     for r in range(x.shape[0]):
         row_sum = np.float32(0)
