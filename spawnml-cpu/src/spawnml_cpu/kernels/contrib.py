@@ -137,7 +137,9 @@ def _skip_normalize(
     """Normalize ``input + skip + bias`` over the last axis; also give the statistics and the sum."""
     given = [a for a in (x, skip, gamma, beta, bias) if a is not None]
     if all(a.dtype == FLOAT32 for a in given) and skip.shape == x.shape and x.size:
-        return _skip_normalize_float32(ctx.attrs["epsilon"], x, skip, gamma, beta, bias, centered)
+        outputs = ctx.node.outputs
+        wanted = len(outputs) > 3 and bool(outputs[3])
+        return _skip_normalize_float32(ctx.attrs["epsilon"], x, skip, gamma, beta, bias, centered, wanted)
     total = widen(x) + widen(skip)
     if bias is not None:
         total += widen(bias)
@@ -153,12 +155,15 @@ def _skip_normalize_float32(
     beta: Array | None,
     bias: Array | None,
     centered: bool,
-) -> tuple[Array, Array | None, Array, Array]:
-    """:func:`_skip_normalize` of float32 arrays on the compiled row loop."""
+    sum_wanted: bool,
+) -> tuple[Array, Array | None, Array, Array | None]:
+    """:func:`_skip_normalize` of float32 arrays on the compiled row loop; the sum only where
+    ``sum_wanted`` (else the loop keeps each row's in one row of scratch)."""
     hidden = x.shape[-1]
     rows = (np.ascontiguousarray(a).reshape(-1, hidden) for a in (x, skip))
     zeros = np.zeros(hidden, FLOAT32)
-    out, total = np.empty_like(x), np.empty_like(x)
+    out = np.empty_like(x)
+    total = np.empty_like(x) if sum_wanted else np.empty(hidden, FLOAT32)
     mean, inv_std = (np.empty((*x.shape[:-1], 1), FLOAT32) for _ in range(2))
     normalize_rows_loop()(
         *rows,
@@ -171,7 +176,7 @@ def _skip_normalize_float32(
         mean.reshape(-1),
         inv_std.reshape(-1),
     )
-    return out, mean if centered else None, inv_std, total
+    return out, mean if centered else None, inv_std, total if sum_wanted else None
 
 
 @KERNELS.register("SkipLayerNormalization", domain=MS)

@@ -129,7 +129,7 @@ def _layer_norm_float32(
         np.float32(epsilon),
         True,
         out.reshape(-1, width),
-        np.empty_like(rows),  # the sum apart from the output, so that the loops vectorize
+        np.empty((1, width), FLOAT32),
         mean.reshape(-1),
         inv_std.reshape(-1),
     )
@@ -160,25 +160,27 @@ def _normalize_rows(
 ) -> None:
     """Per row of float32 ``x``: ``total = x + skip + bias`` (``skip`` where given), its mean (0
     when not ``centered``) and inverse deviation, and ``out = (total - mean) * inv_std * gamma +
-    beta``, in three passes over the row."""
+    beta``, in three passes over the row. ``total`` holds every row's sum, or is one row of scratch
+    that each row reuses; it must not be ``out``, or the passes do not vectorize."""
     size = x.shape[1]
     for r in range(x.shape[0]):
+        sums = total[r] if total.shape[0] == x.shape[0] else total[0]
         row_sum = np.float32(0)
         for j in range(size):
             value = x[r, j]
             if skip is not None:
                 value += skip[r, j]
             value += bias[j]
-            total[r, j] = value
+            sums[j] = value
             row_sum += value
         center = row_sum / np.float32(size) if centered else np.float32(0)
         squares = np.float32(0)
         for j in range(size):
-            deviation = total[r, j] - center
+            deviation = sums[j] - center
             squares += deviation * deviation
         scale = np.float32(1) / np.sqrt(squares / np.float32(size) + epsilon)
         for j in range(size):
-            out[r, j] = (total[r, j] - center) * scale * gamma[j] + beta[j]
+            out[r, j] = (sums[j] - center) * scale * gamma[j] + beta[j]
         mean[r], inv_std[r] = center, scale
 
 
