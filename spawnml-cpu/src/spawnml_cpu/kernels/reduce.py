@@ -204,7 +204,7 @@ def _softmax_rows(x: Array, tops: Array, out: Array) -> None:
 
 
 #: Cephes' single-precision exp: ln 2 in two parts, and the polynomial of exp(r) - 1 - r on
-#: [-ln 2 / 2, ln 2 / 2] (relative error within 2 ulp).
+#: [-ln 2 / 2, ln 2 / 2] (relative error below 3e-7 over [-87, 0] against float64's exp).
 _LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)
 _LOG2E = np.float32(1.4426950408889634)
 _EXP_POLYNOMIAL = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 0.5)
