@@ -22,7 +22,10 @@ _Outputs = list[TensorType | None]
 class InferenceMemo:
     """What each node's inference found, and from what: inferring a graph again (after a rewrite)
     runs the inference functions only of the nodes whose opset, attributes, inputs, input types or
-    constant inputs are not the ones they had. Nodes with subgraphs are always inferred again."""
+    constant inputs are not the ones they had. Nodes with subgraphs are always inferred again.
+
+    Attributes and constants are compared by identity: passes replace a node's attribute dict or
+    a constant's array to change them, never edit one in place."""
 
     def __init__(self) -> None:
         #: id(node) -> the node, its attributes, its constant inputs, the rest of what its
