@@ -277,3 +277,56 @@ def test_pp_ocr_recogniser_fused_on_the_gpu_matches_onnxruntime(monkeypatch, gpu
         np.testing.assert_allclose(got, want, rtol=reference_model.rtol, atol=reference_model.atol)
     print(f"{gpu}: {counts[0]} launches unfused, {counts[1]} fused")
     assert counts[0] - counts[1] == len(plain.graph.nodes) - len(fused.graph.nodes) > 150
+
+
+def projection_norm_graph(biased_first: bool, sum_read_elsewhere: bool) -> bytes:
+    """A transformer layer's end: ``LayerNormalization(x @ w + b + skip)``, the biased product on
+    either side of the residual Add, the sum a second output or not."""
+    residual = ["proj", "skip"] if biased_first else ["skip", "proj"]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["product"]),
+        helper.make_node("Add", ["product", "b"], ["proj"]),
+        helper.make_node("Add", residual, ["total"]),
+        helper.make_node("LayerNormalization", ["total", "gamma", "beta"], ["y"], epsilon=1e-12),
+    ]
+    weights = [
+        numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
+        for name, shape in (("w", (16, 24)), ("b", (24,)), ("gamma", (24,)), ("beta", (24,)))
+    ]
+    outputs = [tensor("y", 2, 5, 24)] + ([tensor("total", 2, 5, 24)] if sum_read_elsewhere else [])
+    return model(nodes, [tensor("x", 2, 5, 16), tensor("skip", 2, 5, 24)], outputs, weights)
+
+
+@pytest.mark.parametrize("biased_first", [True, False])
+@pytest.mark.parametrize("sum_read_elsewhere", [False, True])
+def test_skip_layer_norm_takes_in_the_projection_bias(biased_first, sum_read_elsewhere):
+    """The bias Add becomes SkipLayerNormalization's bias input; results (and the sum, where it is an
+    output) agree with onnxruntime and the unfused graph within rtol=1e-5, atol=1e-5 (the fused
+    node sums input, skip and bias in another order and normalizes in one pass)."""
+    data = projection_norm_graph(biased_first, sum_read_elsewhere)
+    fused = session(data, "cpu")
+    norm = fused.graph.nodes[-1]
+    assert [node.op_type for node in fused.graph.nodes] == ["MatMul", "SkipLayerNormalization"]
+    assert norm.inputs == ["product", "skip", "gamma", "beta", "b"]
+    assert norm.outputs == (["y", "", "", "total"] if sum_read_elsewhere else ["y"])
+    feeds = {
+        "x": RNG.standard_normal((2, 5, 16)).astype(np.float32),
+        "skip": RNG.standard_normal((2, 5, 24)).astype(np.float32),
+    }
+    want = session(data, "cpu", "disable").run(None, feeds)
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, plain, theirs in zip(fused.run(None, feeds), want, reference, strict=True):
+        assert got.dtype == theirs.dtype and got.shape == theirs.shape
+        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bias_sum_read_elsewhere_stays_a_node_of_its_own():
+    """The biased product is read by another node too, so the Add that makes it stays."""
+    data = projection_norm_graph(biased_first=True, sum_read_elsewhere=False)
+    graph = onnx.load_from_string(data)
+    graph.graph.node.append(helper.make_node("Relu", ["proj"], ["relu"]))
+    graph.graph.output.append(tensor("relu", 2, 5, 24))
+    fused = session(graph.SerializeToString(), "cpu")
+    assert [node.op_type for node in fused.graph.nodes] == ["MatMul", "Add", "SkipLayerNormalization", "Relu"]
+    assert len(fused.graph.nodes[2].inputs) == 4

@@ -6,8 +6,8 @@
   elimination, dead-node elimination.
 - ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
-  SkipLayerNormalization. A fused operator is only introduced where a provider of the
-  session runs it.
+  SkipLayerNormalization (taking in the bias Add of one addend).
+  A fused operator is only introduced where a provider of the session runs it.
 - ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
   become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes
   will join here.

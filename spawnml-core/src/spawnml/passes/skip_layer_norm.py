@@ -1,12 +1,15 @@
 """Fuse a residual Add and the LayerNormalization after it into ``com.microsoft`` SkipLayerNormalization.
 
 Both addends must have the same known rank-3 shape, as onnxruntime's kernel requires. When
-the sum is read elsewhere too, the fused node gives it as its fourth output.
+the sum is read elsewhere too, the fused node gives it as its fourth output. A bias Add that
+makes one addend (``x + b``, ``b`` a constant vector, as after a projection) is taken in as the
+fused node's bias, as onnxruntime's fusion does.
 """
 
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from .bias_add import Readers, bias_add
 from .context import MS_DOMAIN, PassContext, import_domain
 from .graph_edit import consumers, output_names, producers
 
@@ -37,16 +40,28 @@ def fuse_skip_layer_norm(graph: Graph, ctx: PassContext) -> int:
             continue
         shared = len(readers.get(add.outputs[0], [])) > 1 or add.outputs[0] in outputs
         fused_outputs = [norm.outputs[0], "", "", add.outputs[0]] if shared else [norm.outputs[0]]
-        gamma_beta = [name for name in norm.inputs[1:3] if name]
         attrs = {"epsilon": norm.attrs.get("epsilon", 1e-5)}
-        node = Node(
-            "SkipLayerNormalization", [*add.inputs, *gamma_beta], fused_outputs, attrs, norm.name, MS_DOMAIN
-        )
-        if not ctx.may_replace(graph, [add, norm], node):
+        inputs, replaced = _inputs(graph, ctx, made, readers, add, norm)
+        node = Node("SkipLayerNormalization", inputs, fused_outputs, attrs, norm.name, MS_DOMAIN)
+        if not ctx.may_replace(graph, replaced, node):
             continue
         import_domain(graph, MS_DOMAIN)
         graph.nodes[graph.nodes.index(norm)] = node
-        graph.nodes.remove(add)
+        for gone in replaced[:-1]:
+            graph.nodes.remove(gone)
         made.update({name: node for name in fused_outputs if name})
         fused += 1
     return fused
+
+
+def _inputs(
+    graph: Graph, ctx: PassContext, made: dict[str, Node], readers: Readers, add: Node, norm: Node
+) -> tuple[list[str], list[Node]]:
+    """The fused node's inputs (input, skip, gamma, beta, bias) and the nodes it replaces, ``norm`` last."""
+    gamma, beta = norm.inputs[1], norm.inputs[2] if len(norm.inputs) > 2 else ""
+    for index in (0, 1) if add.inputs[0] != add.inputs[1] else ():
+        found = bias_add(graph, ctx, made, readers, add.inputs[index])
+        if found is not None:
+            inputs = [found.x, add.inputs[1 - index], gamma, beta, found.bias]
+            return inputs, [found.node, add, norm]
+    return [*add.inputs, gamma, beta] if beta else [*add.inputs, gamma], [add, norm]
