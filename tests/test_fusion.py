@@ -330,3 +330,54 @@ def test_a_bias_sum_read_elsewhere_stays_a_node_of_its_own():
     fused = session(graph.SerializeToString(), "cpu")
     assert [node.op_type for node in fused.graph.nodes] == ["MatMul", "Add", "SkipLayerNormalization", "Relu"]
     assert len(fused.graph.nodes[2].inputs) == 4
+
+
+def shape_per_branch_graph() -> bytes:
+    """Two branches each taking the shape of their own value of shape ``(n, 4)``, as exported
+    transformers take every layer's key shape; a third takes the shape of an ``(m, 4)`` value."""
+    nodes = [helper.make_node("Relu", ["a"], ["ra"]), helper.make_node("Neg", ["b"], ["rb"])]
+    nodes.append(helper.make_node("Abs", ["c"], ["rc"]))
+    for branch in ("a", "b", "c"):
+        nodes += [
+            helper.make_node("Shape", [f"r{branch}"], [f"s{branch}"]),
+            helper.make_node("Slice", [f"s{branch}", "zero", "one"], [f"n{branch}"]),
+            helper.make_node("Concat", [f"n{branch}", "minus_one"], [f"t{branch}"], axis=0),
+            helper.make_node("Reshape", [f"r{branch}", f"t{branch}"], [f"y{branch}"]),
+        ]
+    ints = [
+        numpy_helper.from_array(np.array([value], np.int64), name)
+        for name, value in (("zero", 0), ("one", 1), ("minus_one", -1))
+    ]
+    inputs = [tensor("a", "n", 4), tensor("b", "n", 4), tensor("c", "m", 4)]
+    return model(
+        nodes, inputs, [tensor(f"y{branch}", "n", 4) for branch in "ab"] + [tensor("yc", "m", 4)], ints
+    )
+
+
+def test_repeated_shape_computations_merge():
+    """The shape of ``ra`` and of ``rb``, both ``(n, 4)``, is taken once, and the Slice and Concat
+    after it merge; the ``(m, 4)`` branch keeps its own. Results equal onnxruntime's exactly."""
+    data = shape_per_branch_graph()
+    optimized = session(data, "cpu")
+    ops = [node.op_type for node in optimized.graph.nodes]
+    assert [ops.count(op) for op in ("Shape", "Slice", "Concat", "Reshape")] == [2, 2, 2, 3]
+    rows = {"a": 3, "b": 3, "c": 5}
+    feeds = {name: RNG.standard_normal((count, 4)).astype(np.float32) for name, count in rows.items()}
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, theirs in zip(optimized.run(None, feeds), reference, strict=True):
+        assert got.shape == theirs.shape
+        np.testing.assert_array_equal(got, theirs)
+
+
+def test_random_draws_are_never_merged():
+    nodes = [
+        helper.make_node("RandomNormalLike", ["x"], ["r1"], seed=1.0),
+        helper.make_node("RandomNormalLike", ["x"], ["r2"], seed=1.0),
+        helper.make_node("Add", ["r1", "r2"], ["y"]),
+    ]
+    data = model(nodes, [tensor("x", 4)], [tensor("y", 4)])
+    assert [node.op_type for node in session(data, "cpu").graph.nodes] == [
+        "RandomNormalLike",
+        "RandomNormalLike",
+        "Add",
+    ]

@@ -3,7 +3,7 @@
 - ``disable``: the graph as loaded.
 - ``basic``: semantics-preserving simplifications that any provider benefits from: constant
   and shape folding, inlining of If nodes with a constant condition, no-op and transpose-pair
-  elimination, dead-node elimination.
+  elimination, common-subexpression and dead-node elimination.
 - ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
   SkipLayerNormalization (taking in the bias Add of one addend).
@@ -31,6 +31,7 @@ from ..backend import Backend
 from ..ir import Graph, Node
 from ..ops.registry import OperatorRegistry
 from ..ops.schema import TensorType
+from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
 from .context import PassContext
 from .conv_activation import fuse_conv_activation
@@ -82,6 +83,7 @@ BASIC_PASSES: tuple[Pass, ...] = (
     inline_constant_ifs,
     eliminate_no_ops,
     cancel_transposes,
+    eliminate_common_subexpressions,
 )
 EXTENDED_PASSES: tuple[Pass, ...] = (
     fold_into_conv,
