@@ -1,10 +1,19 @@
-"""Fuse a Conv and the activation after it into onnxruntime's ``com.microsoft`` FusedConv."""
+"""Fuse a Conv, the residual Add after it and the activation after that into onnxruntime's
+``com.microsoft`` FusedConv, which computes ``activation(Conv(X, W) + B + Z)``.
+
+As onnxruntime's ConvAddActivationFusion does: a Conv whose only reader is an Add of a tensor
+of the Conv's shape and type takes that tensor as Z, then an activation after a Conv, or after
+a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays.
+"""
 
 from __future__ import annotations
 
 import math
 
+from ..errors import SpawnMLError
 from ..ir import Graph, Node
+from ..ops.schema import TensorType
+from ..ops.shapes import as_text, window_attrs
 from .context import MS_DOMAIN, PassContext, import_domain
 from .graph_edit import constant, consumers, only_reader, producers, scalar
 
@@ -20,14 +29,48 @@ ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
 
 
 def fuse_conv_activation(graph: Graph, ctx: PassContext) -> int:
-    """Replace Conv -> activation pairs by FusedConv where a provider runs it; return how many."""
+    """Replace Conv -> Add pairs, then Conv -> activation pairs, by FusedConv where a provider
+    runs it; return how many."""
+    return _fuse_residual_adds(graph, ctx) + _fuse_activations(graph, ctx)
+
+
+def _fuse_residual_adds(graph: Graph, ctx: PassContext) -> int:
+    """Replace each Conv -> Add of a tensor of the Conv's shape by a FusedConv with that tensor as Z."""
+    fused = 0
+    made, readers, types = producers(graph), None, None
+    for add in list(graph.nodes):
+        if add.domain or add.op_type != "Add" or len(add.inputs) != 2:
+            continue
+        for index, name in enumerate(add.inputs):
+            conv, residual = made.get(name), add.inputs[1 - index]
+            if conv is None or conv.op_type != "Conv" or conv.domain or residual == name:
+                continue
+            if readers is None:  # found once, at the first candidate
+                readers, types = consumers(graph), ctx.types(graph)
+            if only_reader(graph, readers, name) is not add or not _same_shape(made, types, name, residual):
+                continue
+            bias = conv.inputs[2] if len(conv.inputs) > 2 else ""
+            inputs = [*conv.inputs[:2], bias, residual]
+            node = Node("FusedConv", inputs, list(add.outputs), dict(conv.attrs), conv.name, MS_DOMAIN)
+            if not ctx.may_replace(graph, [conv, add], node):
+                continue
+            import_domain(graph, MS_DOMAIN)
+            graph.nodes[graph.nodes.index(add)] = node  # where Z is made by now
+            graph.nodes.remove(conv)
+            fused += 1
+            break
+    return fused
+
+
+def _fuse_activations(graph: Graph, ctx: PassContext) -> int:
+    """Replace Conv -> activation pairs, and FusedConv (without one) -> activation pairs, by FusedConv."""
     fused = 0
     made, readers = producers(graph), None
     for act in list(graph.nodes):
         if act.domain or act.op_type not in ACTIVATIONS:
             continue
         conv = made.get(act.inputs[0])
-        if conv is None or conv.op_type != "Conv" or conv.domain:
+        if conv is None or not _takes_activation(conv):
             continue
         if readers is None:  # found once, at the first candidate
             readers = consumers(graph)
@@ -49,6 +92,13 @@ def fuse_conv_activation(graph: Graph, ctx: PassContext) -> int:
     return fused
 
 
+def _takes_activation(node: Node) -> bool:
+    """Whether ``node`` is a Conv, or a FusedConv with no activation yet."""
+    if node.op_type == "Conv" and not node.domain:
+        return True
+    return node.op_type == "FusedConv" and node.domain == MS_DOMAIN and not node.attrs.get("activation")
+
+
 def _params(graph: Graph, act: Node) -> list[float] | None:
     """The activation's parameters; None when Clip's bounds are not constants."""
     if act.op_type != "Clip" or graph.opset() < 11:
@@ -63,3 +113,59 @@ def _params(graph: Graph, act: Node) -> list[float] | None:
         else:
             bounds.append(default)
     return bounds
+
+
+# Shapes ----------------------------------------------------------------------------------------
+
+
+def _same_shape(made: dict[str, Node], types: dict[str, TensorType], a: str, b: str) -> bool:
+    """Whether values ``a`` and ``b`` have one type and one shape for certain: every axis of one
+    known size or name, or spatial axes (from the third on) that both take from one value
+    through convolutions and activations that keep them (a residual block's, whose input's
+    height and width shape inference leaves unknown)."""
+    one, other = types.get(a), types.get(b)
+    if one is None or other is None or one.dtype is None or one.dtype != other.dtype:
+        return False
+    if one.shape is None or other.shape is None or len(one.shape) != len(other.shape):
+        return False
+    pairs = enumerate(zip(one.shape, other.shape, strict=True))
+    unproven = [axis for axis, (p, q) in pairs if p is None or p != q]
+    if not unproven:
+        return True
+    return min(unproven) >= 2 and _spatial_origin(made, types, a) == _spatial_origin(made, types, b)
+
+
+def _spatial_origin(made: dict[str, Node], types: dict[str, TensorType], name: str) -> str:
+    """The value whose spatial sizes ``name`` has: back through the nodes that keep them."""
+    node = made.get(name)
+    while node is not None and _keeps_spatial_sizes(node, types):
+        name = node.inputs[0]
+        node = made.get(name)
+    return name
+
+
+def _keeps_spatial_sizes(node: Node, types: dict[str, TensorType]) -> bool:
+    """Whether ``node``'s output has its first input's spatial sizes: an activation FusedConv
+    takes (elementwise), or a convolution of stride 1 padded by its kernel's extent less one."""
+    if not node.domain and node.op_type in ACTIVATIONS:
+        return True
+    if (node.domain, node.op_type) not in (("", "Conv"), (MS_DOMAIN, "FusedConv")):
+        return False
+    weights = types.get(node.inputs[1])
+    kernel = node.attrs.get("kernel_shape") or (weights.shape[2:] if weights and weights.shape else None)
+    if not kernel or not all(isinstance(size, int) for size in kernel):
+        return False
+    try:
+        strides, dilations, pads = window_attrs(node.attrs, kernel)
+    except SpawnMLError:
+        return False
+    auto_pad = as_text(node.attrs.get("auto_pad", "NOTSET"))
+    if any(stride != 1 for stride in strides):
+        return False
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return True
+    count = len(kernel)
+    padded = [0] * count if auto_pad == "VALID" else [pads[i] + pads[i + count] for i in range(count)]
+    return all(
+        pad == (size - 1) * dilation for pad, size, dilation in zip(padded, kernel, dilations, strict=True)
+    )

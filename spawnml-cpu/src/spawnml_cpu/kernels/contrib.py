@@ -8,6 +8,7 @@ and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormaliz
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -352,34 +353,55 @@ def _matmul_nbits(
 
 # FusedConv -----------------------------------------------------------------------------------
 
-#: FusedConv's activations, with their parameters' defaults.
-_FUSED: dict[str, tuple[Callable[..., Array], tuple[float, ...]]] = {
-    "": (lambda y: y, ()),
-    "Relu": (lambda y: np.maximum(y, 0), ()),
+#: FusedConv's activations that are a clamp to ``(low, high)``, from their parameters, with the
+#: parameters' defaults: the convolution applies them as it writes its output.
+_CLAMPS: dict[str, tuple[Callable[..., tuple[float, float]], tuple[float, ...]]] = {
+    "Relu": (lambda: (0.0, math.inf), ()),
+    "Clip": (lambda low, high: (low, high), (-math.inf, math.inf)),
+}
+#: FusedConv's other activations, applied after the convolution, with their parameters' defaults.
+_AFTER: dict[str, tuple[Callable[..., Array], tuple[float, ...]]] = {
     "Tanh": (np.tanh, ()),
     "Sigmoid": (sigmoid, ()),
     "LeakyRelu": (lambda y, alpha: np.where(y < 0, y * alpha, y), (0.01,)),
-    "Clip": (lambda y, low, high: np.clip(y, low, high), (-np.inf, np.inf)),
     "HardSigmoid": (lambda y, alpha, beta: np.clip(y * alpha + beta, 0, 1), (0.2, 0.5)),
 }
 
 
+def _defaults(name: str) -> tuple[float, ...] | None:
+    """The defaults of the parameters of FusedConv's activation ``name``; None where it has none."""
+    if not name:
+        return ()
+    return (_CLAMPS.get(name) or _AFTER.get(name, (None, None)))[1]
+
+
 def _check_fused_conv(node: Node, opset: int) -> str | None:
     name = as_text(node.attrs.get("activation", ""))
-    if name not in _FUSED:
-        return f"activation={name!r} is not one of {list(_FUSED)}"
+    defaults = _defaults(name)
+    if defaults is None:
+        return f"activation={name!r} is not one of {['', *_CLAMPS, *_AFTER]}"
     params: Sequence[float] = node.attrs.get("activation_params") or []
-    if len(params) > len(_FUSED[name][1]):
-        return f"{name} takes {len(_FUSED[name][1])} activation_params, got {len(params)}"
+    if len(params) > len(defaults):
+        return f"{name} takes {len(defaults)} activation_params, got {len(params)}"
     return None
 
 
-#: The activations that are a clamp to ``(low, high)``, from their parameters: the convolution
-#: applies them as it writes its output.
-_CLAMPS: dict[str, Callable[..., tuple[float, float]]] = {
-    "Relu": lambda: (0.0, math.inf),
-    "Clip": lambda low, high: (low, high),
-}
+@functools.lru_cache(maxsize=256)
+def _fused_activation(
+    name: str | bytes, params: tuple[float, ...], dtype: np.dtype
+) -> tuple[Callable[..., Array] | None, tuple[Any, ...], tuple[Any, Any] | None]:
+    """FusedConv's activation ``name`` with ``params`` in ``dtype``: the function to apply after
+    the convolution and its arguments (None and none where the activation is a clamp or none),
+    and the clamp the convolution applies, in ``dtype`` (None where there is none)."""
+    name = as_text(name)
+    if name in _CLAMPS:
+        bounds, defaults = _CLAMPS[name]
+        clamp = bounds(*params, *defaults[len(params) :])
+        return None, (), (dtype.type(clamp[0]), dtype.type(clamp[1]))
+    if not name:
+        return None, (), None
+    activation, defaults = _AFTER[name]
+    return activation, tuple(dtype.type(value) for value in params + defaults[len(params) :]), None
 
 
 @KERNELS.register("FusedConv", domain=MS, check=_check_fused_conv)
@@ -387,16 +409,14 @@ def _fused_conv(
     ctx: KernelContext, x: Array, w: Array, b: Array | None = None, z: Array | None = None
 ) -> Array:
     """``activation(Conv(X, W) + B + Z)``."""
+    attrs = ctx.attrs
     dtype = compute_dtype(x.dtype)
-    name = as_text(ctx.attrs["activation"])
-    activation, defaults = _FUSED[name]
-    params = list(ctx.attrs.get("activation_params") or [])
-    arguments = [dtype.type(value) for value in params + list(defaults[len(params) :])]
-    clamp = _CLAMPS[name](*arguments) if name in _CLAMPS and z is None else None
+    params = attrs.get("activation_params")
+    activation, arguments, clamp = _fused_activation(
+        attrs["activation"], tuple(params) if params else (), dtype
+    )
     bias = None if b is None else b.astype(dtype, copy=False)
-    y = convolve(ctx.attrs, widen(x), w.astype(dtype, copy=False), bias, clamp)
-    if z is not None:
-        y = y + widen(z)
-    if clamp is None:
+    y = convolve(attrs, widen(x), w.astype(dtype, copy=False), bias, clamp, None if z is None else widen(z))
+    if activation is not None:
         y = activation(y, *arguments)
-    return np.ascontiguousarray(y, dtype=x.dtype)
+    return y.astype(x.dtype, copy=False)

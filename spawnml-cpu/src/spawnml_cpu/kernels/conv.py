@@ -6,9 +6,11 @@ GEMM per group on the input itself, the others as im2col + GEMM over tiles of ou
 whose patches stay in cache. 1-D ones whose patches fit in 1 MiB (audio frames, a recurrent
 model's encoder) copy them with one strided numpy copy instead, as their cost is all in the calls.
 They run on the calling thread, their GEMMs on one BLAS thread (see :func:`_depthwise_2d` and
-:mod:`.threads`). Bias and a clamping activation (FusedConv's Relu and Clip) are applied in the
-same pass that finishes the output. Other ranks and types take the N-d numpy path: im2col
-through a sliding-window view, or one multiply-add per kernel tap when depthwise.
+:mod:`.threads`). Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's
+Relu and Clip) are applied in the same pass that finishes the output (after the depthwise loops,
+which clamp as they sum, in a pass of its own where there is a residual). Other ranks and types
+take the N-d numpy path: im2col through a sliding-window view, or one multiply-add per kernel tap
+when depthwise.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from spawnml.backend import KernelContext
+from spawnml.errors import InvalidArgumentError
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
@@ -38,18 +41,22 @@ def convolve(
     w: np.ndarray,
     bias: np.ndarray | None = None,
     clamp: tuple[float, float] | None = None,
+    residual: np.ndarray | None = None,
 ) -> np.ndarray:
     """Grouped N-d cross-correlation of ``x (N, C, *S)`` with ``w (M, C/group, *K)``, plus ``bias (M,)``,
-    limited to ``clamp = (low, high)`` if given (Relu, Clip).
+    plus ``residual`` (of the output's shape), limited to ``clamp = (low, high)`` if given (Relu, Clip).
 
     The result is C-contiguous.
     """
     group = attrs.get("group", 1)
     kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
     windows = Windows.of(attrs, x.shape[2:], kernel)
-    if len(kernel) == 1 and x.dtype in _COMPILED and w.dtype == x.dtype and _small_1d(windows, x, w, group):
-        return _convolve_1d(windows, x, w, group, bias, clamp)
-    if len(kernel) in (1, 2) and x.dtype in _COMPILED and w.dtype == x.dtype:
+    if residual is not None:
+        residual = _residual(residual, (x.shape[0], w.shape[0], *windows.out), x.dtype)
+    compiled = x.dtype in _COMPILED and w.dtype == x.dtype
+    if len(kernel) == 1 and compiled and _small_1d(windows, x, w, group):
+        return _convolve_1d(windows, x, w, group, bias, clamp, residual)
+    if len(kernel) in (1, 2) and compiled:
         lifted = len(kernel) == 1
         y = _convolve_2d(
             _lift(windows) if lifted else windows,
@@ -58,14 +65,27 @@ def convolve(
             group,
             bias,
             clamp,
+            residual[:, :, None] if residual is not None and lifted else residual,
         )
         return y[:, :, 0] if lifted else y
     y = np.ascontiguousarray(_convolve_nd(windows, x, w, group))
     if bias is not None:
         y += per_channel(bias.astype(y.dtype, copy=False), y.ndim)
+    if residual is not None:
+        y += residual
     if clamp is not None:
         np.clip(y, *clamp, out=y)
     return y
+
+
+def _residual(residual: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """``residual`` as a C-contiguous array of ``dtype``; it must have the output's ``shape``."""
+    if residual.shape != shape:
+        raise InvalidArgumentError(
+            f"the residual to add (FusedConv's Z) has shape {list(residual.shape)}, "
+            f"not the convolution's output shape {list(shape)}"
+        )
+    return np.ascontiguousarray(residual, dtype=dtype)
 
 
 def _small_1d(windows: Windows, x: np.ndarray, w: np.ndarray, group: int) -> bool:
@@ -81,6 +101,7 @@ def _convolve_1d(
     group: int,
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
+    residual: np.ndarray | None,
 ) -> np.ndarray:
     """A 1-D convolution as one strided copy of its patches (im2col) and one GEMM per group."""
     from . import loops
@@ -111,10 +132,10 @@ def _convolve_1d(
     weights = w.reshape(group, outputs // group, -1)
     for n in range(batch):
         grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
-    if bias is not None or clamp is not None:
+    if bias is not None or clamp is not None or residual is not None:
         shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
         low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
-        loops.add_bias_clamp(y, shift, low, high)
+        loops.add_bias_clamp(y, shift, low, high, residual)
     return y
 
 
@@ -137,6 +158,7 @@ def _convolve_2d(
     group: int,
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
+    residual: np.ndarray | None,
 ) -> np.ndarray:
     """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread."""
     from . import loops
@@ -150,22 +172,29 @@ def _convolve_2d(
     low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
     pixels = math.prod(windows.out)
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
-        _depthwise_2d(
-            windows, x, np.ascontiguousarray(w.reshape(outputs, *windows.kernel)), shift, low, high, y
-        )
+        weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
+        if residual is None:
+            _depthwise_2d(windows, x, weights, shift, low, high, y)
+            return y
+        unbounded = x.dtype.type(np.inf)
+        _depthwise_2d(windows, x, weights, shift, -unbounded, unbounded, y)
+        shift, rows = np.zeros(outputs, x.dtype), (batch, outputs, pixels)
+        loops.add_bias_clamp(y.reshape(rows), shift, low, high, residual.reshape(rows))
         return y
     weights = w.reshape(group, outputs // group, -1)
     with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
         if not _is_pointwise(windows, x.shape[2:]):
             for n in range(batch):
-                _im2col_gemm(windows, x[n], weights, shift, low, high, y[n])
+                extra = None if residual is None else residual[n]
+                _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n])
             return y
         for n in range(batch):
             grouped_matmul(
                 weights, x[n].reshape(group, -1, pixels), y[n].reshape(group, outputs // group, pixels)
             )
-    if bias is not None or clamp is not None:
-        loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high)
+    if bias is not None or clamp is not None or residual is not None:
+        extra = None if residual is None else residual.reshape(batch, outputs, pixels)
+        loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high, extra)
     return y
 
 
@@ -202,10 +231,12 @@ def _im2col_gemm(
     shift: np.ndarray,
     low: np.floating,
     high: np.floating,
+    residual: np.ndarray | None,
     y: np.ndarray,
 ) -> None:
     """``y (M, OH, OW)`` = the convolution of one image ``x (C, H, W)`` with ``weights (G, M/G, K)``,
-    plus ``shift``, clamped, as im2col + GEMM over tiles of output rows whose patches stay in cache.
+    plus ``shift`` and ``residual`` (None: nothing), clamped, as im2col + GEMM over tiles of output
+    rows whose patches stay in cache.
 
     The tiles hold output rows as wide as the phases' pitch, so that im2col copies one run per
     kernel tap and channel; the pass that adds the bias and clamps drops the extra columns."""
@@ -225,8 +256,14 @@ def _im2col_gemm(
         loops.im2col2d(phases, pitch, windows.dilations, first, patches)
         sums = wide[: y.shape[0] * count * pitch].reshape(*weights.shape[:2], count * pitch)
         grouped_matmul(weights, patches.reshape(weights.shape[0], -1, count * pitch), sums)
+        tile = slice(first, first + count)
         loops.crop_bias_clamp(
-            sums.reshape(y.shape[0], count, pitch), shift, low, high, y[:, first : first + count]
+            sums.reshape(y.shape[0], count, pitch),
+            shift,
+            low,
+            high,
+            None if residual is None else residual[:, tile],
+            y[:, tile],
         )
 
 

@@ -263,23 +263,44 @@ def im2col2d(
 
 
 @numba.njit(**_JIT)
-def crop_bias_clamp(wide: np.ndarray, bias: np.ndarray, low: float, high: float, out: np.ndarray) -> None:
-    """``out (M, rows, OW) = clamp(wide[:, :, :OW] + bias[m], low, high)`` from ``wide (M, rows, pitch)``."""
+def crop_bias_clamp(
+    wide: np.ndarray,
+    bias: np.ndarray,
+    low: float,
+    high: float,
+    residual: np.ndarray | None,
+    out: np.ndarray,
+) -> None:
+    """``out (M, rows, OW) = clamp(wide[:, :, :OW] + bias[m] + residual, low, high)`` from
+    ``wide (M, rows, pitch)``; ``residual`` is ``out``'s shape, or None to add nothing."""
     channels, rows, columns = out.shape
     for m in range(channels):
         shift = bias[m]
         for oy in range(rows):
             source, target = wide[m, oy], out[m, oy]
-            for k in range(columns):
-                target[k] = _clamp(source[k] + shift, low, high)
+            if residual is None:
+                for k in range(columns):
+                    target[k] = _clamp(source[k] + shift, low, high)
+            else:
+                extra = residual[m, oy]
+                for k in range(columns):
+                    target[k] = _clamp(source[k] + shift + extra[k], low, high)
 
 
 @numba.njit(**_JIT)
-def add_bias_clamp(y: np.ndarray, bias: np.ndarray, low: float, high: float) -> None:
-    """``y (N, M, P) = clamp(y + bias[m], low, high)`` in place."""
+def add_bias_clamp(
+    y: np.ndarray, bias: np.ndarray, low: float, high: float, residual: np.ndarray | None
+) -> None:
+    """``y (N, M, P) = clamp(y + bias[m] + residual, low, high)`` in place; ``residual`` is
+    ``y``'s shape, or None to add nothing."""
     batch, channels = y.shape[:2]
     for n in range(batch):
         for m in range(channels):
             row, shift = y[n, m], bias[m]
-            for k in range(row.shape[0]):
-                row[k] = _clamp(row[k] + shift, low, high)
+            if residual is None:
+                for k in range(row.shape[0]):
+                    row[k] = _clamp(row[k] + shift, low, high)
+            else:
+                extra = residual[n, m]
+                for k in range(row.shape[0]):
+                    row[k] = _clamp(row[k] + shift + extra[k], low, high)
