@@ -381,3 +381,55 @@ def test_random_draws_are_never_merged():
         "RandomNormalLike",
         "Add",
     ]
+
+
+def scaled_heads_graph(bias: bool, weight_shared: bool) -> bytes:
+    """An attention layer's query: ``x @ w (+ b)`` split into heads, then times ``4 ** -0.25``; with
+    ``weight_shared``, another product reads ``w`` too."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["product"])]
+    if bias:
+        nodes.append(helper.make_node("Add", ["b", "product"], ["biased"]))
+    nodes += [
+        helper.make_node("Reshape", ["biased" if bias else "product", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["moved"], perm=[0, 2, 1, 3]),
+        helper.make_node("Mul", ["moved", "scale"], ["y"]),
+    ]
+    outputs = [tensor("y", 2, 4, 5, 6)]
+    if weight_shared:
+        nodes.append(helper.make_node("MatMul", ["x", "w"], ["other"]))
+        outputs.append(tensor("other", 2, 5, 24))
+    constants = [
+        numpy_helper.from_array(RNG.standard_normal((16, 24)).astype(np.float32), "w"),
+        numpy_helper.from_array(RNG.standard_normal(24).astype(np.float32), "b"),
+        numpy_helper.from_array(np.array([2, 5, 4, 6], np.int64), "heads"),
+        numpy_helper.from_array(np.float32(4**-0.25), "scale"),
+    ]
+    return model(nodes, [tensor("x", 2, 5, 16)], outputs, constants)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("weight_shared", [False, True])
+def test_a_scalar_mul_folds_into_the_projection_weights(bias, weight_shared):
+    """The Mul goes; the product reads a scaled copy of ``w`` (and of ``b``), ``w`` stays for another
+    reader. Results agree with onnxruntime and the unfolded graph within rtol=1e-5, atol=1e-5 (the
+    scaled weights are rounded once more)."""
+    data = scaled_heads_graph(bias, weight_shared)
+    folded = session(data, "cpu")
+    ops = [node.op_type for node in folded.graph.nodes]
+    assert "Mul" not in ops and ops.count("MatMul") == 1 + weight_shared
+    assert ("w" in folded.graph.initializers) == weight_shared
+    feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
+    want = session(data, "cpu", "disable").run(None, feeds)
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, plain, theirs in zip(folded.run(None, feeds), want, reference, strict=True):
+        assert got.dtype == theirs.dtype and got.shape == theirs.shape
+        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_mul_of_a_value_read_elsewhere_stays():
+    """The heads are a graph output too, so scaling the weights would change them: nothing folds."""
+    graph = onnx.load_from_string(scaled_heads_graph(bias=True, weight_shared=False))
+    graph.graph.output.append(tensor("moved", 2, 4, 5, 6))
+    folded = session(graph.SerializeToString(), "cpu")
+    assert [node.op_type for node in folded.graph.nodes] == ["MatMul", "Add", "Reshape", "Transpose", "Mul"]

@@ -5,9 +5,10 @@
   and shape folding, inlining of If nodes with a constant condition, no-op and transpose-pair
   elimination, common-subexpression and dead-node elimination.
 - ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
-  Conv with its activation (FusedConv), MatMul + Add to Gemm, GELU, LayerNormalization and
-  SkipLayerNormalization (taking in the bias Add of one addend).
-  A fused operator is only introduced where a provider of the session runs it.
+  Conv with its activation (FusedConv), constant scalar Muls into the weights of the MatMul they
+  scale, MatMul + Add to Gemm, GELU, LayerNormalization and SkipLayerNormalization (taking in
+  the bias Add of one addend). A fused operator is only introduced where a provider of the
+  session runs it.
 - ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
   become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes
   will join here.
@@ -43,6 +44,7 @@ from .gelu import fuse_gelu
 from .if_inlining import inline_constant_ifs
 from .layer_norm import fuse_layer_norm
 from .matmul_add import fuse_matmul_add
+from .scale_folding import fold_scales
 from .shape_folding import fold_shapes
 from .shape_inference import InferenceMemo
 from .skip_layer_norm import fuse_skip_layer_norm
@@ -88,6 +90,7 @@ BASIC_PASSES: tuple[Pass, ...] = (
 EXTENDED_PASSES: tuple[Pass, ...] = (
     fold_into_conv,
     fuse_conv_activation,
+    fold_scales,
     fuse_matmul_add,
     fuse_gelu,
     fuse_layer_norm,
