@@ -279,15 +279,17 @@ def test_pp_ocr_recogniser_fused_on_the_gpu_matches_onnxruntime(monkeypatch, gpu
     assert counts[0] - counts[1] == len(plain.graph.nodes) - len(fused.graph.nodes) > 150
 
 
-def projection_norm_graph(biased_first: bool, sum_read_elsewhere: bool) -> bytes:
+def projection_norm_graph(biased_first: bool, sum_read_elsewhere: bool, with_beta: bool = True) -> bytes:
     """A transformer layer's end: ``LayerNormalization(x @ w + b + skip)``, the biased product on
-    either side of the residual Add, the sum a second output or not."""
+    either side of the residual Add, the sum a second output or not, the normalization's bias
+    given or not."""
     residual = ["proj", "skip"] if biased_first else ["skip", "proj"]
+    scales = ["gamma", "beta"] if with_beta else ["gamma"]
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["product"]),
         helper.make_node("Add", ["product", "b"], ["proj"]),
         helper.make_node("Add", residual, ["total"]),
-        helper.make_node("LayerNormalization", ["total", "gamma", "beta"], ["y"], epsilon=1e-12),
+        helper.make_node("LayerNormalization", ["total", *scales], ["y"], epsilon=1e-12),
     ]
     weights = [
         numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
@@ -299,15 +301,20 @@ def projection_norm_graph(biased_first: bool, sum_read_elsewhere: bool) -> bytes
 
 @pytest.mark.parametrize("biased_first", [True, False])
 @pytest.mark.parametrize("sum_read_elsewhere", [False, True])
-def test_skip_layer_norm_takes_in_the_projection_bias(biased_first, sum_read_elsewhere):
+@pytest.mark.parametrize("with_beta", [True, False])
+def test_skip_layer_norm_takes_in_the_projection_bias(tmp_path, biased_first, sum_read_elsewhere, with_beta):
     """The bias Add becomes SkipLayerNormalization's bias input; results (and the sum, where it is an
     output) agree with onnxruntime and the unfused graph within rtol=1e-5, atol=1e-5 (the fused
-    node sums input, skip and bias in another order and normalizes in one pass)."""
-    data = projection_norm_graph(biased_first, sum_read_elsewhere)
-    fused = session(data, "cpu")
+    node sums input, skip and bias in another order and normalizes in one pass), and so do
+    onnxruntime's on the optimized model SpawnML saves."""
+    data = projection_norm_graph(biased_first, sum_read_elsewhere, with_beta)
+    saved = tmp_path / "optimized.onnx"
+    fused = spawnml.InferenceSession(
+        data, SessionOptions(optimized_model_filepath=str(saved)), providers=["cpu"]
+    )
     norm = fused.graph.nodes[-1]
     assert [node.op_type for node in fused.graph.nodes] == ["MatMul", "SkipLayerNormalization"]
-    assert norm.inputs == ["product", "skip", "gamma", "beta", "b"]
+    assert norm.inputs == ["product", "skip", "gamma", "beta" if with_beta else "", "b"]
     assert norm.outputs == (["y", "", "", "total"] if sum_read_elsewhere else ["y"])
     feeds = {
         "x": RNG.standard_normal((2, 5, 16)).astype(np.float32),
@@ -315,10 +322,14 @@ def test_skip_layer_norm_takes_in_the_projection_bias(biased_first, sum_read_els
     }
     want = session(data, "cpu", "disable").run(None, feeds)
     reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for got, plain, theirs in zip(fused.run(None, feeds), want, reference, strict=True):
+    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, plain, theirs, saved_got in zip(
+        fused.run(None, feeds), want, reference, from_saved, strict=True
+    ):
         assert got.dtype == theirs.dtype and got.shape == theirs.shape
         np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(saved_got, theirs, rtol=1e-5, atol=1e-5)
 
 
 def test_a_bias_sum_read_elsewhere_stays_a_node_of_its_own():
@@ -409,22 +420,29 @@ def scaled_heads_graph(bias: bool, weight_shared: bool) -> bytes:
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("weight_shared", [False, True])
-def test_a_scalar_mul_folds_into_the_projection_weights(bias, weight_shared):
+def test_a_scalar_mul_folds_into_the_projection_weights(tmp_path, bias, weight_shared):
     """The Mul goes; the product reads a scaled copy of ``w`` (and of ``b``), ``w`` stays for another
     reader. Results agree with onnxruntime and the unfolded graph within rtol=1e-5, atol=1e-5 (the
-    scaled weights are rounded once more)."""
+    scaled weights are rounded once more), and so do onnxruntime's on the optimized model saved."""
     data = scaled_heads_graph(bias, weight_shared)
-    folded = session(data, "cpu")
+    saved = tmp_path / "optimized.onnx"
+    folded = spawnml.InferenceSession(
+        data, SessionOptions(optimized_model_filepath=str(saved)), providers=["cpu"]
+    )
     ops = [node.op_type for node in folded.graph.nodes]
     assert "Mul" not in ops and ops.count("MatMul") == 1 + weight_shared
     assert ("w" in folded.graph.initializers) == weight_shared
     feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
     want = session(data, "cpu", "disable").run(None, feeds)
     reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for got, plain, theirs in zip(folded.run(None, feeds), want, reference, strict=True):
+    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, plain, theirs, saved_got in zip(
+        folded.run(None, feeds), want, reference, from_saved, strict=True
+    ):
         assert got.dtype == theirs.dtype and got.shape == theirs.shape
         np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(saved_got, theirs, rtol=1e-5, atol=1e-5)
 
 
 def test_a_scalar_mul_of_a_value_read_elsewhere_stays():
