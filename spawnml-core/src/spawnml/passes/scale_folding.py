@@ -34,37 +34,42 @@ def fold_scales(graph: Graph, ctx: PassContext) -> int:
     """Fold every constant scalar Mul of a projection into its weights; return how many."""
     if not any(node.op_type == "MatMul" and not node.domain for node in graph.nodes):
         return 0
+    scalings = [
+        (mul, mul.inputs[index], scale)
+        for mul in graph.nodes
+        if mul.op_type == "Mul" and not mul.domain
+        for index in (0, 1)
+        if _scalar_for(ctx.types(graph), scale := constant(graph, mul.inputs[1 - index]), mul, index)
+    ]
+    if not scalings:
+        return 0
+    # Kept as they are while Muls go: a chain that ran through a folded Mul is left for the next run.
     made, readers = producers(graph), consumers(graph)
     taken = defined_names(graph)
-    folded = 0
-    for mul in [node for node in graph.nodes if node.op_type == "Mul" and not node.domain]:
-        for index in (0, 1):
-            name, scale = mul.inputs[index], constant(graph, mul.inputs[1 - index])
-            if not _scalar_for(ctx.types(graph), scale, name, mul.outputs[0]):
-                continue
-            source = _projection(graph, ctx, made, readers, mul, name)
-            if source is None:
-                continue
-            matmul, bias = source
-            matmul.inputs = [matmul.inputs[0], _scaled(graph, taken, matmul.inputs[1], scale)]
-            if bias is not None:
-                inputs = [bias.x, _scaled(graph, taken, bias.bias, scale)]
-                bias.node.inputs = inputs if bias.node.inputs[0] == bias.x else inputs[::-1]
-            bypass(graph, mul, name)  # ``name`` is read by the Mul alone: no graph output
-            made, readers = producers(graph), consumers(graph)
-            folded += 1
-            break
-    return folded
+    folded = set()
+    for mul, name, scale in scalings:
+        source = None if id(mul) in folded else _projection(graph, ctx, made, readers, mul, name)
+        if source is None:
+            continue
+        matmul, bias = source
+        matmul.inputs = [matmul.inputs[0], _scaled(graph, taken, matmul.inputs[1], scale)]
+        if bias is not None:
+            inputs = [bias.x, _scaled(graph, taken, bias.bias, scale)]
+            bias.node.inputs = inputs if bias.node.inputs[0] == bias.x else inputs[::-1]
+        bypass(graph, mul, name)  # ``name`` is read by the Mul alone: no graph output
+        folded.add(id(mul))
+    return len(folded)
 
 
-def _scalar_for(types: dict[str, TensorType], scale: np.ndarray | None, name: str, result: str) -> bool:
-    """Whether ``scale`` is one finite, nonzero number and multiplying ``name`` by it keeps its shape."""
+def _scalar_for(types: dict[str, TensorType], scale: np.ndarray | None, mul: Node, index: int) -> bool:
+    """Whether ``scale`` is one finite, nonzero number and multiplying ``mul``'s input ``index`` by it
+    keeps that input's shape."""
     if scale is None or scale.size != 1 or scale.dtype.kind != "f":
         return False
     value = scale.item()
     if not math.isfinite(value) or value == 0:
         return False
-    known, made = types.get(name), types.get(result)
+    known, made = types.get(mul.inputs[index]), types.get(mul.outputs[0])
     return known is not None and made is not None and known.shape is not None and known.shape == made.shape
 
 
@@ -96,9 +101,9 @@ def _projection(
 
 
 def _scaled(graph: Graph, taken: set[str], name: str, scale: np.ndarray) -> str:
-    """A new initializer holding ``name``'s constant times ``scale``, in its element type."""
+    """A new initializer holding ``name``'s constant times ``scale`` (of the same element type)."""
     array = graph.initializers[name]
     scaled = fresh_name(taken, f"{name}_scaled")
     taken.add(scaled)
-    graph.initializers[scaled] = (array.astype(np.float64) * float(scale.item())).astype(array.dtype)
+    graph.initializers[scaled] = (array * scale.reshape(())).astype(array.dtype, copy=False)
     return scaled
