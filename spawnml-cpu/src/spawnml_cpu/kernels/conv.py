@@ -15,7 +15,9 @@ when depthwise.
 
 from __future__ import annotations
 
+import functools
 import math
+from types import ModuleType
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -44,7 +46,8 @@ def convolve(
     residual: np.ndarray | None = None,
 ) -> np.ndarray:
     """Grouped N-d cross-correlation of ``x (N, C, *S)`` with ``w (M, C/group, *K)``, plus ``bias (M,)``,
-    plus ``residual`` (of the output's shape), limited to ``clamp = (low, high)`` if given (Relu, Clip).
+    plus ``residual`` (of the output's shape), limited to ``clamp = (low, high)`` if given (Relu, Clip;
+    bounds of ``x``'s type).
 
     The result is C-contiguous.
     """
@@ -78,6 +81,20 @@ def convolve(
     return y
 
 
+@functools.cache
+def _loops() -> ModuleType:
+    """The compiled loops, imported on first use (numba takes a while to import)."""
+    from . import loops
+
+    return loops
+
+
+@functools.cache
+def _unbounded(dtype: np.dtype) -> tuple[np.floating, np.floating]:
+    """The clamp of no bounds, in ``dtype``."""
+    return dtype.type(-np.inf), dtype.type(np.inf)
+
+
 def _residual(residual: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """``residual`` as a C-contiguous array of ``dtype``; it must have the output's ``shape``."""
     if residual.shape != shape:
@@ -104,7 +121,7 @@ def _convolve_1d(
     residual: np.ndarray | None,
 ) -> np.ndarray:
     """A 1-D convolution as one strided copy of its patches (im2col) and one GEMM per group."""
-    from . import loops
+    loops = _loops()
 
     batch, channels, length = x.shape
     (kernel,), (stride,), (dilation,), (begin,), (out,) = (
@@ -134,7 +151,7 @@ def _convolve_1d(
         grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
     if bias is not None or clamp is not None or residual is not None:
         shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
-        low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
+        low, high = clamp or _unbounded(x.dtype)
         loops.add_bias_clamp(y, shift, low, high, residual)
     return y
 
@@ -161,7 +178,7 @@ def _convolve_2d(
     residual: np.ndarray | None,
 ) -> np.ndarray:
     """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread."""
-    from . import loops
+    loops = _loops()
 
     batch, channels = x.shape[:2]
     outputs = w.shape[0]
@@ -169,7 +186,7 @@ def _convolve_2d(
     if y.size == 0:
         return y
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
-    low, high = map(x.dtype.type, clamp or (-np.inf, np.inf))
+    low, high = clamp or _unbounded(x.dtype)
     pixels = math.prod(windows.out)
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
@@ -214,7 +231,7 @@ def _depthwise_2d(
     ms whole, 13.9-14.6 ms cut; handing parts to the pool and back took some 60 us here, as long
     as a small layer), and PP-OCRv4 det ran no faster either.
     """
-    from . import loops
+    loops = _loops()
 
     if windows.kernel == (3, 3) and windows.dilations == (1, 1):
         loops.depthwise_conv3x3(x, weights, shift, windows.strides, windows.begins, low, high, y)
@@ -240,7 +257,7 @@ def _im2col_gemm(
 
     The tiles hold output rows as wide as the phases' pitch, so that im2col copies one run per
     kernel tap and channel; the pass that adds the bias and clamps drops the extra columns."""
-    from . import loops
+    loops = _loops()
 
     phases, pitch = loops.phases2d(
         x, windows.kernel, windows.strides, windows.dilations, windows.begins, windows.out
