@@ -242,3 +242,18 @@ def test_adds_that_are_no_residual_of_the_conv_stay(tail, stride):
     assert "Add" in [op for op, _, _ in _optimized(model)]
     assert all(inputs == 3 for op, inputs, _ in _optimized(model) if op == "FusedConv")
     _check_results(model, (1, 8, 10, 10) if stride == 1 else (1, 8, 9, 9))
+
+
+def test_a_residual_that_broadcasts_over_the_channels_stays():
+    """A one-channel convolution of the input keeps its height and width, but the Add broadcasts it."""
+    weights = np.random.default_rng(2).standard_normal((1, 8, 1, 1)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["c", "x"], ["y"])],
+        "broadcast",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(weights, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    assert [op for op, _, _ in _optimized(model)] == ["Conv", "Add"]
+    _check_results(model)

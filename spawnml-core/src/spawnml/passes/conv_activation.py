@@ -3,7 +3,10 @@
 
 As onnxruntime's ConvAddActivationFusion does: a Conv whose only reader is an Add of a tensor
 of the Conv's shape and type takes that tensor as Z, then an activation after a Conv, or after
-a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays.
+a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays. The
+shapes are equal for certain where both values take their height and width from one value
+through stride-1 convolutions padded to keep them (a residual block) and their batch and
+channel axes are known equal.
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
 def fuse_conv_activation(graph: Graph, ctx: PassContext) -> int:
     """Replace Conv -> Add pairs, then Conv -> activation pairs, by FusedConv where a provider
     runs it; return how many."""
-    return _fuse_residual_adds(graph, ctx) + _fuse_activations(graph, ctx)
+    made = producers(graph)
+    fused = _fuse_residual_adds(graph, ctx, made)
+    return fused + _fuse_activations(graph, ctx, producers(graph) if fused else made)
 
 
-def _fuse_residual_adds(graph: Graph, ctx: PassContext) -> int:
-    """Replace each Conv -> Add of a tensor of the Conv's shape by a FusedConv with that tensor as Z."""
-    fused = 0
-    made, readers, types = producers(graph), None, None
+def _fuse_residual_adds(graph: Graph, ctx: PassContext, made: dict[str, Node]) -> int:
+    """Replace each Conv -> Add of a tensor of the Conv's shape by a FusedConv with that tensor as
+    Z; ``made`` is the producer of each value."""
+    fused, readers, types = 0, None, None
     for add in list(graph.nodes):
         if add.domain or add.op_type != "Add" or len(add.inputs) != 2:
             continue
@@ -46,8 +51,14 @@ def _fuse_residual_adds(graph: Graph, ctx: PassContext) -> int:
             if conv is None or conv.op_type != "Conv" or conv.domain or residual == name:
                 continue
             if readers is None:  # found once, at the first candidate
-                readers, types = consumers(graph), ctx.types(graph)
-            if only_reader(graph, readers, name) is not add or not _same_shape(made, types, name, residual):
+                readers = consumers(graph)
+            if only_reader(graph, readers, name) is not add:
+                continue
+            if _spatial_origin(graph, made, name) != _spatial_origin(graph, made, residual):
+                continue  # (checked first: shape inference of a large graph takes milliseconds)
+            if types is None:
+                types = ctx.types(graph)
+            if not _same_leading_axes(types, name, residual):
                 continue
             bias = conv.inputs[2] if len(conv.inputs) > 2 else ""
             inputs = [*conv.inputs[:2], bias, residual]
@@ -62,10 +73,10 @@ def _fuse_residual_adds(graph: Graph, ctx: PassContext) -> int:
     return fused
 
 
-def _fuse_activations(graph: Graph, ctx: PassContext) -> int:
-    """Replace Conv -> activation pairs, and FusedConv (without one) -> activation pairs, by FusedConv."""
-    fused = 0
-    made, readers = producers(graph), None
+def _fuse_activations(graph: Graph, ctx: PassContext, made: dict[str, Node]) -> int:
+    """Replace Conv -> activation pairs, and FusedConv (without one) -> activation pairs, by
+    FusedConv; ``made`` is the producer of each value."""
+    fused, readers = 0, None
     for act in list(graph.nodes):
         if act.domain or act.op_type not in ACTIVATIONS:
             continue
@@ -118,42 +129,38 @@ def _params(graph: Graph, act: Node) -> list[float] | None:
 # Shapes ----------------------------------------------------------------------------------------
 
 
-def _same_shape(made: dict[str, Node], types: dict[str, TensorType], a: str, b: str) -> bool:
-    """Whether values ``a`` and ``b`` have one type and one shape for certain: every axis of one
-    known size or name, or spatial axes (from the third on) that both take from one value
-    through convolutions and activations that keep them (a residual block's, whose input's
-    height and width shape inference leaves unknown)."""
-    one, other = types.get(a), types.get(b)
-    if one is None or other is None or one.dtype is None or one.dtype != other.dtype:
-        return False
-    if one.shape is None or other.shape is None or len(one.shape) != len(other.shape):
-        return False
-    pairs = enumerate(zip(one.shape, other.shape, strict=True))
-    unproven = [axis for axis, (p, q) in pairs if p is None or p != q]
-    if not unproven:
-        return True
-    return min(unproven) >= 2 and _spatial_origin(made, types, a) == _spatial_origin(made, types, b)
-
-
-def _spatial_origin(made: dict[str, Node], types: dict[str, TensorType], name: str) -> str:
-    """The value whose spatial sizes ``name`` has: back through the nodes that keep them."""
+def _spatial_origin(graph: Graph, made: dict[str, Node], name: str) -> str:
+    """The value whose spatial sizes (axes from the third on) ``name`` has for certain: back
+    through the activations and convolutions that keep them (a residual block's, whose height
+    and width shape inference leaves unknown where the model's input does not fix them)."""
     node = made.get(name)
-    while node is not None and _keeps_spatial_sizes(node, types):
+    while node is not None and _keeps_spatial_sizes(graph, node):
         name = node.inputs[0]
         node = made.get(name)
     return name
 
 
-def _keeps_spatial_sizes(node: Node, types: dict[str, TensorType]) -> bool:
+def _same_leading_axes(types: dict[str, TensorType], a: str, b: str) -> bool:
+    """Whether values ``a`` and ``b`` have one element type, one rank and, for certain, one batch
+    size and one channel count (sizes or names known and equal)."""
+    one, other = types.get(a), types.get(b)
+    if one is None or other is None or one.dtype is None or one.dtype != other.dtype:
+        return False
+    if one.shape is None or other.shape is None or len(one.shape) != len(other.shape) or len(one.shape) < 3:
+        return False
+    return all(p is not None and p == q for p, q in zip(one.shape[:2], other.shape[:2], strict=True))
+
+
+def _keeps_spatial_sizes(graph: Graph, node: Node) -> bool:
     """Whether ``node``'s output has its first input's spatial sizes: an activation FusedConv
     takes (elementwise), or a convolution of stride 1 padded by its kernel's extent less one."""
     if not node.domain and node.op_type in ACTIVATIONS:
         return True
     if (node.domain, node.op_type) not in (("", "Conv"), (MS_DOMAIN, "FusedConv")):
         return False
-    weights = types.get(node.inputs[1])
-    kernel = node.attrs.get("kernel_shape") or (weights.shape[2:] if weights and weights.shape else None)
-    if not kernel or not all(isinstance(size, int) for size in kernel):
+    weights = constant(graph, node.inputs[1])
+    kernel = node.attrs.get("kernel_shape") or (None if weights is None else weights.shape[2:])
+    if not kernel:
         return False
     try:
         strides, dilations, pads = window_attrs(node.attrs, kernel)
