@@ -14,12 +14,12 @@ within 1e-10.
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
-import spawnml
 import torch
 from onnx import TensorProto, helper
 from threadpoolctl import threadpool_limits
+
+from tests.unoptimized import run_onnxruntime, run_spawnml
 
 #: MobileNetV2's depthwise layers at 224x224: (channels, plane size, stride).
 MOBILENET_LAYERS = [
@@ -77,19 +77,6 @@ def _feeds(x_shape, w_shape, dtype, seed: int) -> dict[str, np.ndarray]:
     }
 
 
-def _ours(model: bytes, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    options = spawnml.SessionOptions(graph_optimization_level="disable")
-    (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
-    return ours
-
-
-def _onnxruntime(model: bytes, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("channels", "size", "stride"), MOBILENET_LAYERS)
 def test_mobilenet_depthwise_layers_match_onnxruntime(channels, size, stride, threads):
@@ -99,8 +86,8 @@ def test_mobilenet_depthwise_layers_match_onnxruntime(channels, size, stride, th
     model, w_shape = _model("FusedConv", x_shape, 1, attrs, TensorProto.FLOAT)
     feeds = _feeds(x_shape, w_shape, np.float32, seed=channels + stride)
     with threadpool_limits(threads, user_api="blas"):
-        ours = _ours(model, feeds)
-    reference = _onnxruntime(model, feeds)
+        ours = run_spawnml(model, feeds)
+    reference = run_onnxruntime(model, feeds)
     assert ours.shape == reference.shape == (2, channels, size // stride, size // stride)
     assert ours.flags.c_contiguous
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
@@ -112,7 +99,7 @@ def test_depthwise_edges_match_onnxruntime(name):
     attrs = {"strides": strides, "pads": pads}
     model, w_shape = _model("Conv", x_shape, multiplier, attrs, TensorProto.FLOAT)
     feeds = _feeds(x_shape, w_shape, np.float32, seed=5)
-    np.testing.assert_allclose(_ours(model, feeds), _onnxruntime(model, feeds), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_spawnml(model, feeds), run_onnxruntime(model, feeds), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", sorted(EDGES))
@@ -124,6 +111,6 @@ def test_float64_depthwise_edges_match_pytorch(name):
     x, w, b = (torch.from_numpy(feeds[key]) for key in ("x", "w", "b"))
     padded = torch.nn.functional.pad(x, [pads[1], pads[3], pads[0], pads[2]])
     reference = torch.nn.functional.conv2d(padded, w, b, stride=strides, groups=x_shape[1]).numpy()
-    ours = _ours(model, feeds)
+    ours = run_spawnml(model, feeds)
     assert ours.dtype == np.float64
     np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)

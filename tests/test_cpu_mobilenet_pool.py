@@ -10,12 +10,12 @@ float64 within 1e-12.
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
-import spawnml
 import torch
 from onnx import TensorProto, helper
 from threadpoolctl import threadpool_limits
+
+from tests.unoptimized import run_onnxruntime, run_spawnml
 
 #: Input shapes: MobileNetV2's head, a batch, 1-d and 3-d planes, one large plane.
 SHAPES = {
@@ -40,17 +40,8 @@ def _model(rank: int, elem: int) -> bytes:
 
 
 def _ours(model: bytes, x: np.ndarray, threads: int = 1) -> np.ndarray:
-    options = spawnml.SessionOptions(graph_optimization_level="disable")
     with threadpool_limits(threads, user_api="blas"):
-        (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, {"x": x})
-    return ours
-
-
-def _onnxruntime(model: bytes, x: np.ndarray) -> np.ndarray:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
+        return run_spawnml(model, {"x": x})
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -59,7 +50,7 @@ def test_global_average_pool_matches_onnxruntime(name, threads):
     shape = SHAPES[name]
     x = np.random.default_rng(len(shape) + shape[1]).standard_normal(shape).astype(np.float32)
     model = _model(len(shape), TensorProto.FLOAT)
-    ours, reference = _ours(model, x, threads), _onnxruntime(model, x)
+    ours, reference = _ours(model, x, threads), run_onnxruntime(model, {"x": x})
     assert ours.shape == reference.shape == (*shape[:2], *(1,) * (len(shape) - 2))
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
@@ -83,6 +74,6 @@ def test_global_average_pool_keeps_infinities_and_nan():
     x[0, 3, 4, 5] = np.nan
     x[0, 4] = np.finfo(np.float32).max
     model = _model(4, TensorProto.FLOAT)
-    ours, reference = _ours(model, x), _onnxruntime(model, x)
+    ours, reference = _ours(model, x), run_onnxruntime(model, {"x": x})
     np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6, equal_nan=True)
     assert np.isposinf(ours[0, 0]) and np.isneginf(ours[0, 1]) and np.isnan(ours[0, 2:4]).all()

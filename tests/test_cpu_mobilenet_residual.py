@@ -12,12 +12,13 @@ up to 960 products in another order); float64 within 1e-10 of PyTorch.
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import spawnml
 import torch
 from onnx import TensorProto, helper, numpy_helper
 from threadpoolctl import threadpool_limits
+
+from tests.unoptimized import run_onnxruntime, run_spawnml
 
 MS = "com.microsoft"
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
@@ -84,19 +85,6 @@ def _feeds(x_shape, w_shape, attrs: dict, dtype, seed: int) -> dict[str, np.ndar
     }
 
 
-def _ours(model: bytes, feeds: dict[str, np.ndarray], level: str = "disable") -> np.ndarray:
-    options = spawnml.SessionOptions(graph_optimization_level=level)
-    (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
-    return ours
-
-
-def _onnxruntime(model: bytes, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
-
-
 # The kernel ------------------------------------------------------------------------------------
 
 
@@ -106,9 +94,9 @@ def test_mobilenet_projections_with_their_residual_match_onnxruntime(inputs, out
     x_shape, w_shape = (batch, inputs, size, size), (outputs, inputs, 1, 1)
     model = _fused_conv_model(x_shape, w_shape, {})
     feeds = _feeds(x_shape, w_shape, {}, np.float32, seed=inputs + batch)
-    ours = _ours(model, feeds)
+    ours = run_spawnml(model, feeds)
     assert ours.shape == (batch, outputs, size, size) and ours.flags.c_contiguous
-    np.testing.assert_allclose(ours, _onnxruntime(model, feeds), **TOLERANCE)
+    np.testing.assert_allclose(ours, run_onnxruntime(model, feeds), **TOLERANCE)
 
 
 @pytest.mark.parametrize(("activation", "label"), ACTIVATIONS, ids=[label for _, label in ACTIVATIONS])
@@ -119,7 +107,7 @@ def test_residual_on_every_path_matches_onnxruntime(name, activation, label):
     model = _fused_conv_model(x_shape, w_shape, {**attrs, **activation})
     feeds = _feeds(x_shape, w_shape, attrs, np.float32, seed=len(name))
     feeds["z"] *= 4  # so that the clamps cut some of the sums the residual moved
-    np.testing.assert_allclose(_ours(model, feeds), _onnxruntime(model, feeds), **TOLERANCE)
+    np.testing.assert_allclose(run_spawnml(model, feeds), run_onnxruntime(model, feeds), **TOLERANCE)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -128,8 +116,8 @@ def test_residual_on_two_threads_matches_onnxruntime(threads):
     model = _fused_conv_model(x_shape, w_shape, {**attrs, "activation": "Relu"})
     feeds = _feeds(x_shape, w_shape, attrs, np.float32, seed=3)
     with threadpool_limits(threads, user_api="blas"):
-        ours = _ours(model, feeds)
-    np.testing.assert_allclose(ours, _onnxruntime(model, feeds), **TOLERANCE)
+        ours = run_spawnml(model, feeds)
+    np.testing.assert_allclose(ours, run_onnxruntime(model, feeds), **TOLERANCE)
 
 
 @pytest.mark.parametrize("name", sorted(PATHS))
@@ -141,7 +129,7 @@ def test_float64_residual_matches_pytorch(name):
     feeds = _feeds(x_shape, w_shape, attrs, np.float64, seed=9)
     x, w, b, z = (torch.from_numpy(feeds[key]) for key in "xwbz")
     reference = torch.clamp(_torch_conv(x, w, b, attrs) + z, -1, 1).numpy()
-    ours = _ours(model, feeds)
+    ours = run_spawnml(model, feeds)
     assert ours.dtype == np.float64
     np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
 
@@ -151,7 +139,7 @@ def test_a_residual_of_another_shape_is_refused():
     feeds = _feeds(x_shape, w_shape, {}, np.float32, seed=1)
     feeds["z"] = feeds["z"][:, :, :1]
     with pytest.raises(spawnml.InvalidArgumentError, match=r"Z\) has shape"):
-        _ours(_fused_conv_model(x_shape, w_shape, {}), feeds)
+        run_spawnml(_fused_conv_model(x_shape, w_shape, {}), feeds)
 
 
 # The fusion ------------------------------------------------------------------------------------
@@ -197,8 +185,8 @@ def _optimized(model: bytes) -> list[tuple[str, int, str]]:
 
 def _check_results(model: bytes, x_shape=(2, 8, 9, 11)) -> None:
     feeds = {"x": np.random.default_rng(5).standard_normal(x_shape).astype(np.float32)}
-    ours = _ours(model, feeds, level="all")
-    np.testing.assert_allclose(ours, _onnxruntime(model, feeds), **TOLERANCE)
+    ours = run_spawnml(model, feeds, level="all")
+    np.testing.assert_allclose(ours, run_onnxruntime(model, feeds), **TOLERANCE)
 
 
 def test_residual_add_of_a_block_of_unknown_size_is_fused():
