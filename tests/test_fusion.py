@@ -10,6 +10,7 @@ are a few ulp off, more than numpy's); the real model within its stated toleranc
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -299,6 +300,23 @@ def projection_norm_graph(biased_first: bool, sum_read_elsewhere: bool, with_bet
     return model(nodes, [tensor("x", 2, 5, 16), tensor("skip", 2, 5, 24)], outputs, weights)
 
 
+def assert_rewrite_answers(
+    data: bytes, rewritten: spawnml.InferenceSession, saved: Path, feeds: dict[str, np.ndarray]
+) -> None:
+    """The rewritten session, the unoptimized one and onnxruntime on the original model agree
+    (rtol and atol 1e-5), and onnxruntime runs the saved optimized model to the same answers."""
+    want = session(data, "cpu", "disable").run(None, feeds)
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, plain, theirs, saved_got in zip(
+        rewritten.run(None, feeds), want, reference, from_saved, strict=True
+    ):
+        assert got.dtype == theirs.dtype and got.shape == theirs.shape
+        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(saved_got, theirs, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("biased_first", [True, False])
 @pytest.mark.parametrize("sum_read_elsewhere", [False, True])
 @pytest.mark.parametrize("with_beta", [True, False])
@@ -320,16 +338,7 @@ def test_skip_layer_norm_takes_in_the_projection_bias(tmp_path, biased_first, su
         "x": RNG.standard_normal((2, 5, 16)).astype(np.float32),
         "skip": RNG.standard_normal((2, 5, 24)).astype(np.float32),
     }
-    want = session(data, "cpu", "disable").run(None, feeds)
-    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
-    for got, plain, theirs, saved_got in zip(
-        fused.run(None, feeds), want, reference, from_saved, strict=True
-    ):
-        assert got.dtype == theirs.dtype and got.shape == theirs.shape
-        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(saved_got, theirs, rtol=1e-5, atol=1e-5)
+    assert_rewrite_answers(data, fused, saved, feeds)
 
 
 def test_a_bias_sum_read_elsewhere_stays_a_node_of_its_own():
@@ -433,16 +442,7 @@ def test_a_scalar_mul_folds_into_the_projection_weights(tmp_path, bias, weight_s
     assert "Mul" not in ops and ops.count("MatMul") == 1 + weight_shared
     assert ("w" in folded.graph.initializers) == weight_shared
     feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
-    want = session(data, "cpu", "disable").run(None, feeds)
-    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
-    for got, plain, theirs, saved_got in zip(
-        folded.run(None, feeds), want, reference, from_saved, strict=True
-    ):
-        assert got.dtype == theirs.dtype and got.shape == theirs.shape
-        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(saved_got, theirs, rtol=1e-5, atol=1e-5)
+    assert_rewrite_answers(data, folded, saved, feeds)
 
 
 def test_a_scalar_mul_of_a_value_read_elsewhere_stays():
