@@ -110,9 +110,19 @@ def test_residual_on_every_path_matches_onnxruntime(name, activation, label):
     np.testing.assert_allclose(run_spawnml(model, feeds), run_onnxruntime(model, feeds), **TOLERANCE)
 
 
+#: Convolutions large enough to be cut over two threads, one per path (spans of output rows, of
+#: output channels, of channels); the GEMM paths' parts each add their own span of the residual.
+SPLIT_PATHS = {
+    "im2col-3x3": ((2, 32, 64, 60), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "pointwise": ((1, 192, 56, 56), (96, 192, 1, 1), {}),
+    "depthwise-3x3": ((1, 32, 200, 200), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+}
+
+
 @pytest.mark.parametrize("threads", [1, 2])
-def test_residual_on_two_threads_matches_onnxruntime(threads):
-    x_shape, w_shape, attrs = PATHS["im2col-3x3-tiled"]
+@pytest.mark.parametrize("name", sorted(SPLIT_PATHS))
+def test_residual_on_two_threads_matches_onnxruntime(name, threads):
+    x_shape, w_shape, attrs = SPLIT_PATHS[name]
     model = _fused_conv_model(x_shape, w_shape, {**attrs, "activation": "Relu"})
     feeds = _feeds(x_shape, w_shape, attrs, np.float32, seed=3)
     with threadpool_limits(threads, user_api="blas"):

@@ -13,6 +13,8 @@ import pytest
 import spawnml
 from onnx import TensorProto, helper
 
+MS = "com.microsoft"
+
 #: (input shape, weight shape, attributes): each exercises one path or edge of the kernel.
 CASES = {
     "depthwise-3x3": ((1, 32, 28, 28), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
@@ -178,7 +180,7 @@ def test_fused_conv_matches_onnxruntime(name, activation, params):
     """FusedConv applies Relu and Clip as the convolution writes its output; others after it."""
     x_shape, w_shape, attrs = CASES[name]
     fused = {**attrs, "activation": activation, **({"activation_params": params} if params else {})}
-    model = _model("FusedConv", x_shape, w_shape, fused, TensorProto.FLOAT, domain="com.microsoft")
+    model = _model("FusedConv", x_shape, w_shape, fused, TensorProto.FLOAT, domain=MS)
     ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32, seed=1))
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
 
@@ -194,27 +196,49 @@ def test_conv_keeps_nan_where_the_reference_has_it():
         assert np.isnan(ours).any()
 
 
-#: Convolutions with two threads available: depthwise ones run on the calling thread, the others'
-#: GEMMs on one BLAS thread.
+#: Convolutions with two threads available, and whether each is cut over them: the GEMM paths
+#: from MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows, of output channels when
+#: 1x1), depthwise ones from MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels).
 SPLIT_CASES = {
-    "depthwise": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
-    "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}),
-    "pointwise": ((2, 64, 28, 28), (96, 64, 1, 1), {}),
-    "im2col-tiles": ((2, 32, 40, 40), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
+    "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
+    "depthwise-3x3": ((1, 32, 200, 200), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, True),
+    "depthwise-5x5-batch": ((2, 48, 64, 64), (48, 1, 5, 5), {"group": 48, "pads": [2, 2, 2, 2]}, True),
+    "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, False),
+    "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, True),
+    "pointwise-grouped": ((1, 128, 56, 56), (128, 64, 1, 1), {"group": 2}, False),
+    "im2col-tiles": ((2, 32, 64, 60), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "im2col-few-rows": ((1, 256, 6, 12), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "im2col-grouped": (
-        (1, 48, 65, 60),
+        (1, 48, 129, 120),
         (48, 12, 3, 3),
         {"group": 4, "strides": [2, 1], "pads": [1, 0, 1, 2]},
+        True,
     ),
 }
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["conv", "fused-clip"])
 @pytest.mark.parametrize("name", sorted(SPLIT_CASES))
-def test_conv_on_two_threads_matches_onnxruntime(name):
+def test_conv_on_two_threads_matches_onnxruntime(name, fused, monkeypatch):
+    """Each case also takes the path it names (cut or whole), so that the comparison covers it;
+    FusedConv's bias and Clip are applied by each part to its own span."""
+    from spawnml_cpu.kernels import threads
     from threadpoolctl import threadpool_limits
 
-    x_shape, w_shape, attrs = SPLIT_CASES[name]
+    x_shape, w_shape, attrs, split = SPLIT_CASES[name]
+    cuts: list[int] = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(
+        threads, "run_parts", lambda parts, count: cuts.append(len(parts)) or run_parts(parts, count)
+    )
     feeds = _feeds(x_shape, w_shape, np.float32, seed=2)
+    if fused:
+        attrs = {**attrs, "activation": "Clip", "activation_params": [-1.0, 2.0]}
+    model = _model(
+        "FusedConv" if fused else "Conv", x_shape, w_shape, attrs, TensorProto.FLOAT, MS if fused else ""
+    )
     with threadpool_limits(2, user_api="blas"):
-        ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
+        ours, reference = _run_both(model, feeds)
+    assert bool(cuts) == split and all(parts > 1 for parts in cuts)
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)

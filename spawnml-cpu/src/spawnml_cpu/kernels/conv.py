@@ -5,10 +5,11 @@ of :mod:`.loops`: depthwise ones directly (3x3 ones on a loop of their own), 1x1
 GEMM per group on the input itself, the others as im2col + GEMM over tiles of output rows
 whose patches stay in cache. 1-D ones whose patches fit in 1 MiB (audio frames, a recurrent
 model's encoder) copy them with one strided numpy copy instead, as their cost is all in the calls.
-They run on the calling thread, their GEMMs on one BLAS thread (see :func:`_depthwise_2d` and
-:mod:`.threads`). Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's
-Relu and Clip) are applied in the same pass that finishes the output (after the depthwise loops,
-which clamp as they sum, in a pass of its own where there is a residual). Other ranks and types
+Their GEMMs run on one BLAS thread; large ones are cut over the backend's threads instead (spans
+of output rows, of output channels when 1x1, of channels when depthwise; see :mod:`.threads`).
+Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's Relu and Clip) are
+applied in the same pass that finishes the output (after the depthwise loops, which clamp as they
+sum, in a pass of its own where there is a residual). Other ranks and types
 take the N-d numpy path: im2col through a sliding-window view, or one multiply-add per kernel tap
 when depthwise.
 """
@@ -26,7 +27,14 @@ from spawnml.errors import InvalidArgumentError
 
 from .nn_common import Windows, compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
-from .threads import one_blas_thread
+from .threads import (
+    MIN_SPLIT_DEPTHWISE,
+    MIN_SPLIT_PRODUCT,
+    one_blas_thread,
+    part_count,
+    run_spans,
+    thread_count,
+)
 
 #: Elements of the patch matrix of a 1-D convolution copied at once (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
@@ -177,7 +185,8 @@ def _convolve_2d(
     clamp: tuple[float, float] | None,
     residual: np.ndarray | None,
 ) -> np.ndarray:
-    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread."""
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread
+    each, large ones over the backend's threads."""
     loops = _loops()
 
     batch, channels = x.shape[:2]
@@ -188,30 +197,37 @@ def _convolve_2d(
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
     low, high = clamp or _unbounded(x.dtype)
     pixels = math.prod(windows.out)
+    threads = thread_count()  # read before one_blas_thread lowers BLAS's setting to 1
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
         if residual is None:
-            _depthwise_2d(windows, x, weights, shift, low, high, y)
+            _depthwise_2d(windows, x, weights, shift, low, high, y, threads)
             return y
         unbounded = x.dtype.type(np.inf)
-        _depthwise_2d(windows, x, weights, shift, -unbounded, unbounded, y)
+        _depthwise_2d(windows, x, weights, shift, -unbounded, unbounded, y, threads)
         shift, rows = np.zeros(outputs, x.dtype), (batch, outputs, pixels)
         loops.add_bias_clamp(y.reshape(rows), shift, low, high, residual.reshape(rows))
         return y
     weights = w.reshape(group, outputs // group, -1)
+    pointwise = _is_pointwise(windows, x.shape[2:])
+    finish = bias is not None or clamp is not None or residual is not None
     with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
-        if not _is_pointwise(windows, x.shape[2:]):
-            for n in range(batch):
-                extra = None if residual is None else residual[n]
-                _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n])
-            return y
         for n in range(batch):
-            grouped_matmul(
-                weights, x[n].reshape(group, -1, pixels), y[n].reshape(group, outputs // group, pixels)
-            )
-    if bias is not None or clamp is not None or residual is not None:
-        extra = None if residual is None else residual.reshape(batch, outputs, pixels)
-        loops.add_bias_clamp(y.reshape(batch, outputs, pixels), shift, low, high, extra)
+            extra = None if residual is None else residual[n]
+            if pointwise:
+                flat = (outputs, pixels)
+                _pointwise(
+                    weights,
+                    x[n].reshape(group, -1, pixels),
+                    shift if finish else None,
+                    low,
+                    high,
+                    None if extra is None else extra.reshape(flat),
+                    y[n].reshape(flat),
+                    threads,
+                )
+            else:
+                _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n], threads)
     return y
 
 
@@ -223,22 +239,56 @@ def _depthwise_2d(
     low: np.floating,
     high: np.floating,
     y: np.ndarray,
+    threads: int,
 ) -> None:
-    """The depthwise loop (3x3 kernels without dilation have their own), on the calling thread.
-
-    Cut into ranges of channels that a pool thread shares, the layers of MobileNetV2 ran no
-    faster on two cores and the network slower (fastest of 20 at real-time priority: 11.7-12.4
-    ms whole, 13.9-14.6 ms cut; handing parts to the pool and back took some 60 us here, as long
-    as a small layer), and PP-OCRv4 det ran no faster either.
-    """
+    """The depthwise loop (3x3 kernels without dilation have their own); large ones are cut into
+    spans of channels taken by ``threads`` threads (see :data:`MIN_SPLIT_DEPTHWISE`)."""
     loops = _loops()
 
-    if windows.kernel == (3, 3) and windows.dilations == (1, 1):
-        loops.depthwise_conv3x3(x, weights, shift, windows.strides, windows.begins, low, high, y)
-    else:
-        loops.depthwise_conv2d(
-            x, weights, shift, windows.strides, windows.dilations, windows.begins, low, high, y
-        )
+    def run(channels: slice) -> None:
+        parts = x[:, channels], weights[channels], shift[channels]
+        if windows.kernel == (3, 3) and windows.dilations == (1, 1):
+            loops.depthwise_conv3x3(*parts, windows.strides, windows.begins, low, high, y[:, channels])
+        else:
+            loops.depthwise_conv2d(
+                *parts, windows.strides, windows.dilations, windows.begins, low, high, y[:, channels]
+            )
+
+    work = y.size * math.prod(windows.kernel)
+    channels = y.shape[1]
+    run_spans(run, channels, part_count(work, channels, threads, MIN_SPLIT_DEPTHWISE), threads)
+
+
+def _pointwise(
+    weights: np.ndarray,
+    x: np.ndarray,
+    shift: np.ndarray | None,
+    low: np.floating,
+    high: np.floating,
+    residual: np.ndarray | None,
+    y: np.ndarray,
+    threads: int,
+) -> None:
+    """``y (M, P)`` = ``weights (G, M/G, C/G)`` times one image ``x (G, C/G, P)``, plus ``shift``
+    and ``residual`` (None: nothing), clamped; with no finishing pass where ``shift`` is None.
+    Without groups, large ones are cut into spans of output channels, each a GEMM and its
+    finishing pass, taken by ``threads`` threads."""
+    loops = _loops()
+
+    outputs, pixels = y.shape
+    work = y.size * x.shape[1]
+    parts = 1 if weights.shape[0] > 1 else part_count(work, outputs, threads, MIN_SPLIT_PRODUCT)
+
+    def run(rows: slice) -> None:
+        if parts == 1:
+            grouped_matmul(weights, x, y.reshape(weights.shape[0], -1, pixels))
+        else:
+            np.matmul(weights[0, rows], x[0], out=y[rows])
+        if shift is not None:
+            extra = None if residual is None else residual[None, rows]
+            loops.add_bias_clamp(y[None, rows], shift[rows], low, high, extra)
+
+    run_spans(run, outputs, parts, threads)
 
 
 def _im2col_gemm(
@@ -250,10 +300,12 @@ def _im2col_gemm(
     high: np.floating,
     residual: np.ndarray | None,
     y: np.ndarray,
+    threads: int,
 ) -> None:
     """``y (M, OH, OW)`` = the convolution of one image ``x (C, H, W)`` with ``weights (G, M/G, K)``,
     plus ``shift`` and ``residual`` (None: nothing), clamped, as im2col + GEMM over tiles of output
-    rows whose patches stay in cache.
+    rows whose patches stay in cache. Large ones are cut into spans of output rows, each tiled so,
+    taken by ``threads`` threads.
 
     The tiles hold output rows as wide as the phases' pitch, so that im2col copies one run per
     kernel tap and channel; the pass that adds the bias and clamps drops the extra columns."""
@@ -264,24 +316,29 @@ def _im2col_gemm(
     )
     rows = windows.out[0]
     depth = x.shape[0] * math.prod(windows.kernel)
-    step = min(rows, max(1, _ROWS_TILE // (depth * pitch)))
-    cols = np.empty(depth * step * pitch, dtype=x.dtype)
-    wide = np.empty(y.shape[0] * step * pitch, dtype=x.dtype)
-    for first in range(0, rows, step):
-        count = min(step, rows - first)
-        patches = cols[: depth * count * pitch].reshape(x.shape[0], *windows.kernel, count * pitch)
-        loops.im2col2d(phases, pitch, windows.dilations, first, patches)
-        sums = wide[: y.shape[0] * count * pitch].reshape(*weights.shape[:2], count * pitch)
-        grouped_matmul(weights, patches.reshape(weights.shape[0], -1, count * pitch), sums)
-        tile = slice(first, first + count)
-        loops.crop_bias_clamp(
-            sums.reshape(y.shape[0], count, pitch),
-            shift,
-            low,
-            high,
-            None if residual is None else residual[:, tile],
-            y[:, tile],
-        )
+    parts = part_count(y.size * weights.shape[2], rows, threads, MIN_SPLIT_PRODUCT)
+    step = min(-(-rows // parts), max(1, _ROWS_TILE // (depth * pitch)))
+
+    def run(span: slice) -> None:
+        cols = np.empty(depth * step * pitch, dtype=x.dtype)
+        wide = np.empty(y.shape[0] * step * pitch, dtype=x.dtype)
+        for first in range(span.start, span.stop, step):
+            count = min(step, span.stop - first)
+            patches = cols[: depth * count * pitch].reshape(x.shape[0], *windows.kernel, count * pitch)
+            loops.im2col2d(phases, pitch, windows.dilations, first, patches)
+            sums = wide[: y.shape[0] * count * pitch].reshape(*weights.shape[:2], count * pitch)
+            grouped_matmul(weights, patches.reshape(weights.shape[0], -1, count * pitch), sums)
+            tile = slice(first, first + count)
+            loops.crop_bias_clamp(
+                sums.reshape(y.shape[0], count, pitch),
+                shift,
+                low,
+                high,
+                None if residual is None else residual[:, tile],
+                y[:, tile],
+            )
+
+    run_spans(run, rows, parts, threads)
 
 
 def _is_pointwise(windows: Windows, sizes: tuple[int, ...]) -> bool:

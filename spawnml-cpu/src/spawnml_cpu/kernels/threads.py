@@ -15,7 +15,11 @@ measurements on two cores shared with other processes:
   (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and recurrent ones) from
   :data:`MIN_SPLIT_PRODUCT` on are cut instead into one part per thread, taken as the loops'
   parts are (:func:`split_matmul`): spans of output columns, or runs of a stack's products,
-  each a GEMM on one BLAS thread.
+  each a GEMM on one BLAS thread. Convolutions from :data:`MIN_SPLIT_PRODUCT` multiply-adds an
+  image on are cut the same way (spans of output rows, each im2col-tiled, or of output channels
+  when 1x1), and depthwise ones from :data:`MIN_SPLIT_DEPTHWISE` (spans of channels).
+- Elementwise passes are not cut: on this machine a fused chain over 2.5M elements ran 1.50 ms
+  whole and 1.33 ms in four parts on two threads (memory bound), and slower cut below that.
 
 Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
 equal outputs on any thread count (see :func:`.nn_common.matmul`).
@@ -41,10 +45,13 @@ PARTS_PER_THREAD = 2
 MIN_SPLIT_WORK = 4_000_000
 #: The least GEMM work (multiply-adds) that BLAS may spread over its threads.
 BLAS_THREADS_WORK = 100_000_000
-#: The least product work (multiply-adds) split over threads: a product's parts cost about 50 us
-#: more in all, so MiniLM's per-head products (6.3M, 130 us) gained nothing and its 18.9M
-#: projections 15%.
+#: The least product work (multiply-adds) split over threads, convolutions' too: a product's
+#: parts cost about 50 us more in all, so MiniLM's per-head products (6.3M, 130 us) gained
+#: nothing and its 18.9M projections 15%.
 MIN_SPLIT_PRODUCT = 16_000_000
+#: The least depthwise convolution work (outputs times kernel taps) split over threads: MobileNetV2's
+#: layers (up to 4M) ran slower cut, as handing parts over costs about as long as one of them.
+MIN_SPLIT_DEPTHWISE = 8_000_000
 #: Column spans of a split product start at multiples of this many columns (a 64-byte line of
 #: float32 outputs, OpenBLAS's widest float32 block), so each is computed as in the whole GEMM.
 COLUMN_STEP = 16
@@ -84,10 +91,11 @@ def thread_count() -> int:
     return 1 if blas is None else max(1, blas.get_num_threads())
 
 
-def part_count(work: int, limit: int) -> int:
-    """How many parts to cut ``work`` into, at most ``limit``; 1 to run it whole."""
-    threads = thread_count()
-    if threads == 1 or work < MIN_SPLIT_WORK:
+def part_count(work: int, limit: int, threads: int | None = None, least: int = MIN_SPLIT_WORK) -> int:
+    """How many parts to cut ``work`` into for ``threads`` threads (:func:`thread_count` by
+    default), at most ``limit``; 1 to run it whole, as below ``least``."""
+    threads = thread_count() if threads is None else threads
+    if threads == 1 or work < least:
         return 1
     return max(1, min(limit, threads * PARTS_PER_THREAD))
 
@@ -96,6 +104,15 @@ def spans(size: int, count: int) -> list[slice]:
     """``range(size)`` cut into ``count`` consecutive, nearly equal slices."""
     bounds = [size * index // count for index in range(count + 1)]
     return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
+
+
+def run_spans(run: Callable[[slice], None], size: int, parts: int, threads: int) -> None:
+    """``run`` over ``range(size)`` in ``parts`` spans (:func:`spans`) on ``threads`` threads, or
+    over the whole range on the calling thread when ``parts`` is 1."""
+    if parts == 1:
+        run(slice(0, size))
+    else:
+        run_parts([functools.partial(run, span) for span in spans(size, parts)], threads)
 
 
 def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -> None:
@@ -197,9 +214,10 @@ def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 def _split_count(rows: int, work: int, limit: int) -> int:
     """Parts for a product of ``rows`` rows and ``work`` multiply-adds, at most ``limit``: one per
     thread (each part packs the operand it shares again), 1 for matrix-vector products."""
-    if rows == 1 or not MIN_SPLIT_PRODUCT <= work < BLAS_THREADS_WORK:
+    if rows == 1 or work >= BLAS_THREADS_WORK:
         return 1
-    return part_count(work, min(limit, thread_count()))
+    threads = thread_count()
+    return part_count(work, min(limit, threads), threads, MIN_SPLIT_PRODUCT)
 
 
 def _column_spans(columns: int, count: int) -> list[slice]:
