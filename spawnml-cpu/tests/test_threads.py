@@ -1,11 +1,14 @@
 """The CPU backend's threads: split loops run every part once and pass errors on; BLAS runs on one
-thread for small GEMMs and as the caller set it otherwise, and is put back afterwards."""
+thread for small GEMMs and as the caller set it otherwise, and is put back afterwards; the pool
+threads keep off the caller's CPU."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
+from spawnml_cpu.kernels import workers
 from spawnml_cpu.kernels.threads import (
     BLAS_THREADS_WORK,
     MIN_SPLIT_WORK,
@@ -73,3 +76,22 @@ def test_one_blas_thread_whatever_the_work_and_put_back():
         assert thread_count() == 2
     with threadpool_limits(1, user_api="blas"), one_blas_thread():
         assert thread_count() == 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two CPUs to choose from")
+def test_pool_threads_are_kept_off_the_callers_cpu():
+    """The caller is held to one CPU, then to another: the pool thread follows, each time to every
+    CPU it may use but the caller's."""
+    allowed = os.sched_getaffinity(0)
+    first, second = sorted(allowed)[:2]
+    pool = workers.pool(1)
+    for done in pool.submit(lambda: None, 1):  # the thread starts with the process's CPUs
+        done.result()
+    try:
+        for cpu in (first, second):
+            os.sched_setaffinity(0, {cpu})
+            for done in pool.submit(lambda: None, 1):
+                done.result()
+            assert all(os.sched_getaffinity(ident) == allowed - {cpu} for ident in pool._native_ids)
+    finally:
+        os.sched_setaffinity(0, allowed)

@@ -33,11 +33,12 @@ import itertools
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import workers
 
 #: Parts per thread: more than one, so a thread that is kept waiting holds up little work.
 PARTS_PER_THREAD = 2
@@ -80,11 +81,6 @@ def _blas() -> Any | None:
     return max(controllers, key=numpy_ships, default=None)
 
 
-@functools.cache
-def _pool(workers: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spawnml-cpu")
-
-
 def thread_count() -> int:
     """How many threads the kernels may use: numpy's BLAS thread count (1 where it is unknown)."""
     blas = _blas()
@@ -125,7 +121,7 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
         for part in pending:  # a list iterator hands each part to one thread only
             part()
 
-    helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+    helpers = workers.pool(threads - 1).submit(drain, threads - 1)
     try:
         drain()
     finally:
