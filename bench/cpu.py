@@ -36,6 +36,9 @@ MODELS = ("minilm-b1", "minilm-b8", "ocr-det", "ocr-rec", "mobilenetv2", "silero
 RUNTIMES = ("spawnml", "onnxruntime")
 UNSET_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 VAD_CHUNKS = 50
+#: Seconds of rest before each timed run, so that no thread of the other runtime is still busy:
+#: onnxruntime's threads spin on for about 40 ms of CPU time after a run (measured on two threads).
+SETTLE = 0.1
 
 
 def model_path(model: str, onnx_dir: str) -> str:
@@ -199,6 +202,7 @@ def bench_model(model: str, path: str, threads: int, runs: int) -> dict[str, dic
     }
     for _ in range(runs):
         for runtime, process in workers.items():
+            time.sleep(SETTLE)
             results[runtime]["times"].append(ask(process, "run")["run"])
     for runtime, process in workers.items():
         results[runtime]["peak"] = ask(process, "done")["peak"]
