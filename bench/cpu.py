@@ -1,9 +1,10 @@
 """SpawnML CPU vs onnxruntime CPU on the reference models: latency, peak memory, session creation.
 
 Each runtime runs in its own worker subprocess (so peak RSS does not mix); the parent drives the
-two workers alternately, one timed run each per round. Both use the same thread count: the one
-numpy's BLAS uses, applied to BLAS with threadpoolctl (SpawnML's CPU backend takes its own thread
-count from there) and to onnxruntime as intra_op_num_threads. The load average is printed at the
+two workers alternately, one timed run each per round, each after SETTLE seconds of rest. Both
+use the same thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl
+(SpawnML's CPU backend takes its own thread count from there) and to onnxruntime as
+intra_op_num_threads. The load average is printed at the
 start and at the end: on a shared machine, only ratios from one interleaved run compare.
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the workers.
 
@@ -258,7 +259,8 @@ def load_average(when: str) -> str:
 def table(rows: dict[str, dict[str, dict[str, float]]], runs: int) -> list[str]:
     """The results as a Markdown table."""
     lines = [
-        f"latency: median of {runs} interleaved runs after a warm-up; peak: VmHWM growth from session start",
+        f"latency: median of {runs} interleaved runs after a warm-up, each after {SETTLE} s of rest; "
+        "peak: VmHWM growth from session start",
         "create: session creation; SpawnML's plugin loading (once per process, before it) apart",
         "",
         "| model | SpawnML ms | onnxruntime ms | SpawnML/ort | SpawnML peak MiB | ort peak MiB "
