@@ -49,6 +49,14 @@ def test_every_part_runs_once_on_the_threads():
     assert sorted(index for index, _ in seen) == list(range(40))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_part_runs_on_the_calling_thread(threads):
+    seen: list[str] = []
+    with threadpool_limits(threads, user_api="blas"):
+        run_parts([lambda: seen.append(threading.current_thread().name)])
+    assert seen == [threading.current_thread().name]
+
+
 def test_an_error_in_a_part_reaches_the_caller():
     def fail() -> None:
         raise ValueError("part failed")

@@ -121,7 +121,7 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
         for part in pending:  # a list iterator hands each part to one thread only
             part()
 
-    helpers = workers.pool(threads - 1).submit(drain, threads - 1)
+    helpers = workers.pool(threads - 1).submit(drain, threads - 1) if threads > 1 else []
     try:
         drain()
     finally:
