@@ -9,9 +9,8 @@ Their GEMMs run on one BLAS thread; large ones are cut over the backend's thread
 of output rows, of output channels when 1x1, of channels when depthwise; see :mod:`.threads`).
 Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's Relu and Clip) are
 applied in the same pass that finishes the output (after the depthwise loops, which clamp as they
-sum, in a pass of its own where there is a residual). Other ranks and types
-take the N-d numpy path: im2col through a sliding-window view, or one multiply-add per kernel tap
-when depthwise.
+sum, in a pass of its own where there is a residual). Other ranks and types take the N-d numpy
+path: im2col through a sliding-window view, or one multiply-add per kernel tap when depthwise.
 """
 
 from __future__ import annotations
@@ -246,12 +245,12 @@ def _depthwise_2d(
     loops = _loops()
 
     def run(channels: slice) -> None:
-        parts = x[:, channels], weights[channels], shift[channels]
+        operands = x[:, channels], weights[channels], shift[channels]
         if windows.kernel == (3, 3) and windows.dilations == (1, 1):
-            loops.depthwise_conv3x3(*parts, windows.strides, windows.begins, low, high, y[:, channels])
+            loops.depthwise_conv3x3(*operands, windows.strides, windows.begins, low, high, y[:, channels])
         else:
             loops.depthwise_conv2d(
-                *parts, windows.strides, windows.dilations, windows.begins, low, high, y[:, channels]
+                *operands, windows.strides, windows.dilations, windows.begins, low, high, y[:, channels]
             )
 
     work = y.size * math.prod(windows.kernel)
