@@ -192,16 +192,22 @@ class Graph:
             names |= body.free_names()
         return names
 
+    def defined_names(self) -> set[str]:
+        """The value names this graph defines: its initializers, its inputs and its nodes' outputs."""
+        names = set(self.initializers)
+        names.update(value.name for value in self.inputs)
+        for node in self.nodes:
+            names.update(node.outputs)
+        return names
+
     def free_names(self) -> set[str]:
         """Names this graph reads from enclosing scopes."""
         if self._free_names is not None:
             return set(self._free_names)
-        defined = set(self.initializers)
-        defined.update(value.name for value in self.inputs)
+        defined = self.defined_names()
         read: set[str] = set()
         bodies: list[Graph] = []
         for node in self.nodes:
-            defined.update(node.outputs)
             read.update(node.inputs)
             bodies += node.subgraphs()
         read.discard("")  # an omitted optional input

@@ -247,7 +247,7 @@ def _plan_graph(
         chosen, reasons = _choose(node, opset, providers, types)
         bodies = {}
         for body in node.subgraphs():
-            visible = visible or outer | _defined_names(graph)
+            visible = visible or outer | graph.defined_names()
             bodies[id(body)] = _plan_graph(body, providers, operators, opsets, visible, missing, counts, {})
         if chosen is None:
             key = (domain, node.op_type, opset)
@@ -291,13 +291,6 @@ def _choose(
             return backend, []
         reasons.append(f"{backend.name}: {reason}")
     return None, reasons
-
-
-def _defined_names(graph: Graph) -> frozenset[str]:
-    names = set(graph.initializers) | {value.name for value in graph.inputs}
-    for node in graph.nodes:
-        names.update(node.outputs)
-    return frozenset(names)
 
 
 def _mark_releases(graph: Graph, steps: list[Step], reads: list[set[str]]) -> None:

@@ -15,12 +15,12 @@ import numpy as np
 
 from ..ir import Graph, Node
 from .context import PassContext
-from .graph_edit import constant, consumers, defined_names, fresh_name, only_reader, producers
+from .graph_edit import constant, consumers, fresh_name, only_reader, producers
 
 
 def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
     """Fold BatchNormalization / Mul / Add after Conv or ConvTranspose into its weights; return how many."""
-    made, readers, taken = producers(graph), consumers(graph), defined_names(graph)
+    made, readers, taken = producers(graph), consumers(graph), graph.defined_names()
     removed: set[int] = set()
     for node in graph.nodes:
         if node.domain or node.op_type not in ("BatchNormalization", "Mul", "Add"):

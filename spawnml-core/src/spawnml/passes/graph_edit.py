@@ -85,15 +85,6 @@ def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
     graph.nodes = [node for node in graph.nodes if id(node) not in dropped]
 
 
-def defined_names(graph: Graph) -> set[str]:
-    """The value names ``graph`` defines: its initializers, its inputs and its nodes' outputs."""
-    names = set(graph.initializers)
-    names.update(value.name for value in graph.inputs)
-    for node in graph.nodes:
-        names.update(node.outputs)
-    return names
-
-
 def fresh_name(taken: Collection[str], base: str) -> str:
     """``base``, or ``base`` with the first ``_1``, ``_2``, ... suffix that makes it a name not ``taken``."""
     name, index = base, 0

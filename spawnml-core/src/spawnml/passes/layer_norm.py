@@ -16,7 +16,6 @@ from .context import PassContext
 from .graph_edit import (
     constant,
     consumers,
-    defined_names,
     fresh_name,
     output_names,
     producers,
@@ -155,6 +154,6 @@ def _internal(graph: Graph, readers: dict[str, list[Node]], nodes: list[Node], l
 
 
 def _vector(graph: Graph, value: np.ndarray) -> str:
-    name = fresh_name(defined_names(graph), "layer_norm_param")
+    name = fresh_name(graph.defined_names(), "layer_norm_param")
     graph.initializers[name] = value.reshape(-1)
     return name

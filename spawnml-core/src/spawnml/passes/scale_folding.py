@@ -20,7 +20,6 @@ from .graph_edit import (
     bypass,
     constant,
     consumers,
-    defined_names,
     fresh_name,
     only_reader,
     producers,
@@ -45,7 +44,7 @@ def fold_scales(graph: Graph, ctx: PassContext) -> int:
         return 0
     # Kept as they are while Muls go: a chain that ran through a folded Mul is left for the next run.
     made, readers = producers(graph), consumers(graph)
-    taken = defined_names(graph)
+    taken = graph.defined_names()
     folded = set()
     for mul, name, scale in scalings:
         source = None if id(mul) in folded else _projection(graph, ctx, made, readers, mul, name)

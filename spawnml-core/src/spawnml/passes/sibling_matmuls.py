@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from .context import PassContext
-from .graph_edit import constant, defined_names, fresh_name
+from .graph_edit import constant, fresh_name
 
 
 def merge_sibling_matmuls(graph: Graph, ctx: PassContext) -> int:
@@ -40,7 +40,7 @@ def _merge(graph: Graph, ctx: PassContext, siblings: list[tuple[Node, np.ndarray
     """Put one MatMul and a Split where the first of ``siblings`` is; False where no provider
     runs both as it would run the siblings."""
     first = siblings[0][0]
-    taken = defined_names(graph)
+    taken = graph.defined_names()
     weight, product = (fresh_name(taken, f"{name}_merged") for name in (first.inputs[1], first.outputs[0]))
     widths = np.array([matrix.shape[1] for _, matrix in siblings], np.int64)
     added = {weight: np.concatenate([matrix for _, matrix in siblings], axis=1)}
