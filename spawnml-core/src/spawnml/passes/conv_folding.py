@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from .context import PassContext
-from .graph_edit import constant, consumers, fresh_name, only_reader, producers
+from .graph_edit import constant, consumers, new_constant, only_reader, producers
 
 
 def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
@@ -42,8 +42,8 @@ def fold_into_conv(graph: Graph, ctx: PassContext) -> int:
         replaced, skipped = conv.inputs[1:], conv.outputs[0]
         conv.inputs = [
             conv.inputs[0],
-            _add(graph, taken, f"{conv.inputs[1]}_folded", new_weight),
-            _add(graph, taken, f"{conv.label()}_bias_folded", new_bias.astype(weight.dtype)),
+            new_constant(graph, taken, f"{conv.inputs[1]}_folded", new_weight),
+            new_constant(graph, taken, f"{conv.label()}_bias_folded", new_bias.astype(weight.dtype)),
         ]
         conv.outputs = [node.outputs[0]]
         removed.add(id(node))
@@ -165,10 +165,3 @@ def _per_channel(value: np.ndarray | None, rank: int, channels: int) -> np.ndarr
     if shape[0] != 1 or any(dim != 1 for dim in shape[2:]) or shape[1] not in (1, channels):
         return None
     return np.broadcast_to(value.reshape(-1).astype(np.float64), (channels,))
-
-
-def _add(graph: Graph, taken: set[str], base: str, array: np.ndarray) -> str:
-    name = fresh_name(taken, base)
-    taken.add(name)
-    graph.initializers[name] = array
-    return name

@@ -94,6 +94,15 @@ def fresh_name(taken: Collection[str], base: str) -> str:
     return name
 
 
+def new_constant(graph: Graph, taken: set[str], base: str, array: np.ndarray) -> str:
+    """Add ``array`` to ``graph`` as an initializer named after ``base`` and not ``taken`` (the
+    name is taken from then on); return the name."""
+    name = fresh_name(taken, base)
+    taken.add(name)
+    graph.initializers[name] = array
+    return name
+
+
 def scalar(array: np.ndarray | None) -> float | None:
     """The single number an array holds (of any shape of one element), else None."""
     if array is None or array.size != 1 or array.dtype.kind not in "fiu":

@@ -16,7 +16,7 @@ from .context import PassContext
 from .graph_edit import (
     constant,
     consumers,
-    fresh_name,
+    new_constant,
     output_names,
     producers,
     remove_nodes,
@@ -154,6 +154,4 @@ def _internal(graph: Graph, readers: dict[str, list[Node]], nodes: list[Node], l
 
 
 def _vector(graph: Graph, value: np.ndarray) -> str:
-    name = fresh_name(graph.defined_names(), "layer_norm_param")
-    graph.initializers[name] = value.reshape(-1)
-    return name
+    return new_constant(graph, graph.defined_names(), "layer_norm_param", value.reshape(-1))

@@ -6,8 +6,9 @@
   elimination, common-subexpression and dead-node elimination.
 - ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), constant scalar Muls into the weights of the MatMul they
-  scale, MatMul + Add to Gemm, GELU, LayerNormalization and SkipLayerNormalization (taking in
-  the bias Add of one addend). A fused operator is only introduced where a provider of the
+  scale, MatMul + Add to Gemm, MatMuls of one input by constant weights into one MatMul and a
+  Split, GELU, LayerNormalization and SkipLayerNormalization (taking in the bias Add of one
+  addend). A fused operator is only introduced where a provider of the
   session runs it.
 - ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
   become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes

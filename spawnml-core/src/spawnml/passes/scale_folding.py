@@ -20,7 +20,7 @@ from .graph_edit import (
     bypass,
     constant,
     consumers,
-    fresh_name,
+    new_constant,
     only_reader,
     producers,
 )
@@ -102,7 +102,5 @@ def _projection(
 def _scaled(graph: Graph, taken: set[str], name: str, scale: np.ndarray) -> str:
     """A new initializer holding ``name``'s constant times ``scale`` (of the same element type)."""
     array = graph.initializers[name]
-    scaled = fresh_name(taken, f"{name}_scaled")
-    taken.add(scaled)
-    graph.initializers[scaled] = (array * scale.reshape(())).astype(array.dtype, copy=False)
-    return scaled
+    scaled = (array * scale.reshape(())).astype(array.dtype, copy=False)
+    return new_constant(graph, taken, f"{name}_scaled", scaled)

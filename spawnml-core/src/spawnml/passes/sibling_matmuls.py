@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from .context import PassContext
-from .graph_edit import constant, fresh_name
+from .graph_edit import constant, fresh_name, new_constant
 
 
 def merge_sibling_matmuls(graph: Graph, ctx: PassContext) -> int:
@@ -41,20 +41,21 @@ def _merge(graph: Graph, ctx: PassContext, siblings: list[tuple[Node, np.ndarray
     runs both as it would run the siblings."""
     first = siblings[0][0]
     taken = graph.defined_names()
-    weight, product = (fresh_name(taken, f"{name}_merged") for name in (first.inputs[1], first.outputs[0]))
+    matrices = np.concatenate([matrix for _, matrix in siblings], axis=1)
+    weight = new_constant(graph, taken, f"{first.inputs[1]}_merged", matrices)
+    added = [weight]
+    product = fresh_name(taken, f"{first.outputs[0]}_merged")
     widths = np.array([matrix.shape[1] for _, matrix in siblings], np.int64)
-    added = {weight: np.concatenate([matrix for _, matrix in siblings], axis=1)}
     outputs = [node.outputs[0] for node, _ in siblings]
     if graph.opset() >= 13:  # the widths are an input from opset 13 on, an attribute before
-        widths_name = fresh_name(taken | {weight, product}, f"{product}_widths")
-        added[widths_name] = widths
-        split = Node("Split", [product, widths_name], outputs, {"axis": -1}, name=f"{first.name}_split")
+        widths_input = new_constant(graph, taken, f"{product}_widths", widths)
+        added.append(widths_input)
+        split = Node("Split", [product, widths_input], outputs, {"axis": -1}, name=f"{first.name}_split")
     else:
         split = Node(
             "Split", [product], outputs, {"axis": -1, "split": widths.tolist()}, name=f"{first.name}_split"
         )
     merged = Node("MatMul", [first.inputs[0], weight], [product], name=first.name)
-    graph.initializers.update(added)
     nodes = [node for node, _ in siblings]
     if not (ctx.may_replace(graph, nodes, merged) and ctx.may_replace(graph, nodes, split)):
         for name in added:
