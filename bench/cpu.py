@@ -4,9 +4,9 @@ Each runtime runs in its own worker subprocess (so peak RSS does not mix); the p
 two workers alternately, one timed run each per round, each after SETTLE seconds of rest. Both
 use the same thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl
 (SpawnML's CPU backend takes its own thread count from there) and to onnxruntime as
-intra_op_num_threads. The load average is printed at the
-start and at the end: on a shared machine, only ratios from one interleaved run compare.
-OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the workers.
+intra_op_num_threads. The load average is printed at the start and at the end: on a shared
+machine, only ratios from one interleaved run compare. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
+unset for the workers.
 
 MobileNetV2: SpawnML runs its port from the torchvision .pth; onnxruntime runs an ONNX file exported
 with torch.onnx.export from the same weights in plain torch, into a temporary directory.
