@@ -38,8 +38,9 @@ RUNTIMES = ("spawnml", "onnxruntime")
 UNSET_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 VAD_CHUNKS = 50
 #: Seconds of rest before each timed run, so that no thread of the other runtime is still busy:
-#: onnxruntime's threads spin on for about 40 ms of CPU time after a run (measured on two threads).
-SETTLE = 0.1
+#: after a run on two threads, onnxruntime's threads spin on for about 40 ms of CPU time and
+#: OpenBLAS's (SpawnML's matrix products) for about 100 ms.
+SETTLE = 0.25
 
 
 def model_path(model: str, onnx_dir: str) -> str:

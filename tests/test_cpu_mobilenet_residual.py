@@ -110,8 +110,8 @@ def test_residual_on_every_path_matches_onnxruntime(name, activation, label):
     np.testing.assert_allclose(run_spawnml(model, feeds), run_onnxruntime(model, feeds), **TOLERANCE)
 
 
-#: Convolutions large enough to be cut over two threads, one per path (spans of output rows, of
-#: output channels, of channels); the GEMM paths' parts each add their own span of the residual.
+#: Convolutions large enough to use two threads, one per path: spans of output rows (each part adds
+#: its own span of the residual), a 1x1 product on BLAS's threads, spans of channels.
 SPLIT_PATHS = {
     "im2col-3x3": ((2, 32, 64, 60), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
     "pointwise": ((1, 192, 56, 56), (96, 192, 1, 1), {}),

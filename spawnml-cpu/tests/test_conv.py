@@ -196,16 +196,17 @@ def test_conv_keeps_nan_where_the_reference_has_it():
         assert np.isnan(ours).any()
 
 
-#: Convolutions with two threads available, and whether each is cut over them: the GEMM paths
-#: from MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows, of output channels when
-#: 1x1), depthwise ones from MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels).
+#: Convolutions with two threads available, and whether each is cut over them: im2col ones from
+#: MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows), depthwise ones from
+#: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels). 1x1 ones are never cut: they run on
+#: BLAS's threads from BLAS_THREADS_WORK multiply-adds an image on.
 SPLIT_CASES = {
     "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
     "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
     "depthwise-3x3": ((1, 32, 200, 200), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, True),
     "depthwise-5x5-batch": ((2, 48, 64, 64), (48, 1, 5, 5), {"group": 48, "pads": [2, 2, 2, 2]}, True),
     "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, False),
-    "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, True),
+    "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, False),
     "pointwise-grouped": ((1, 128, 56, 56), (128, 64, 1, 1), {"group": 2}, False),
     "im2col-tiles": ((2, 32, 64, 60), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "im2col-few-rows": ((1, 256, 6, 12), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, True),

@@ -1,9 +1,10 @@
 """The CPU backend's threads: split loops run every part once and pass errors on; BLAS runs on one
 thread for small GEMMs and as the caller set it otherwise, and is put back afterwards; the pool
-threads keep off the caller's CPU."""
+threads and OpenBLAS's keep off the caller's CPU."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 
@@ -12,6 +13,7 @@ from spawnml_cpu.kernels import workers
 from spawnml_cpu.kernels.threads import (
     BLAS_THREADS_WORK,
     MIN_SPLIT_WORK,
+    _blas,
     blas_for,
     one_blas_thread,
     part_count,
@@ -101,5 +103,35 @@ def test_pool_threads_are_kept_off_the_callers_cpu():
             for done in pool.submit(lambda: None, 1):
                 done.result()
             assert all(os.sched_getaffinity(ident) == allowed - {cpu} for ident in pool._native_ids)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _openblas_thread_cpus(index: int) -> set[int]:
+    """The CPUs OpenBLAS's thread ``index`` may run on, as OpenBLAS reports them."""
+    getaffinity = _blas().dynlib.openblas_getaffinity
+    getaffinity.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p)
+    mask = ctypes.create_string_buffer(128)
+    assert getaffinity(index, len(mask), mask) == 0
+    bits = int.from_bytes(mask.raw, "little")
+    return {cpu for cpu in range(bits.bit_length()) if bits >> cpu & 1}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two CPUs to choose from")
+@pytest.mark.skipif(
+    _blas() is None or (_blas().internal_api, _blas().threading_layer) != ("openblas", "pthreads"),
+    reason="steers OpenBLAS's own threads only",
+)
+def test_openblas_threads_are_kept_off_the_callers_cpu():
+    """Products on BLAS's threads: OpenBLAS's other thread follows the caller as the pool's does."""
+    allowed = os.sched_getaffinity(0)
+    first, second = sorted(allowed)[:2]
+    try:
+        with threadpool_limits(2, user_api="blas"):
+            for cpu in (first, second):
+                os.sched_setaffinity(0, {cpu})
+                with blas_for(BLAS_THREADS_WORK):
+                    assert _openblas_thread_cpus(0) == allowed - {cpu}
+                    assert _openblas_thread_cpus(1) == {cpu}  # the caller's own index
     finally:
         os.sched_setaffinity(0, allowed)

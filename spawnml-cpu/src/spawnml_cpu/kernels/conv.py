@@ -5,8 +5,9 @@ of :mod:`.loops`: depthwise ones directly (3x3 ones on a loop of their own), 1x1
 GEMM per group on the input itself, the others as im2col + GEMM over tiles of output rows
 whose patches stay in cache. 1-D ones whose patches fit in 1 MiB (audio frames, a recurrent
 model's encoder) copy them with one strided numpy copy instead, as their cost is all in the calls.
-Their GEMMs run on one BLAS thread; large ones are cut over the backend's threads instead (spans
-of output rows, of output channels when 1x1, of channels when depthwise; see :mod:`.threads`).
+1x1 ones are matrix products and use BLAS's threads as MatMul's do (from ``BLAS_THREADS_WORK``
+multiply-adds an image on); the others' GEMMs run on one BLAS thread, and large ones are cut over
+the backend's threads instead (spans of output rows, of channels when depthwise; see :mod:`.threads`).
 Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's Relu and Clip) are
 applied in the same pass that finishes the output (after the depthwise loops, which clamp as they
 sum, in a pass of its own where there is a residual). Other ranks and types take the N-d numpy
@@ -29,6 +30,7 @@ from .table import KERNELS
 from .threads import (
     MIN_SPLIT_DEPTHWISE,
     MIN_SPLIT_PRODUCT,
+    blas_for,
     one_blas_thread,
     part_count,
     run_spans,
@@ -184,8 +186,8 @@ def _convolve_2d(
     clamp: tuple[float, float] | None,
     residual: np.ndarray | None,
 ) -> np.ndarray:
-    """A 2-D convolution of C-contiguous ``x`` on the compiled loops, its GEMMs on one BLAS thread
-    each, large ones over the backend's threads."""
+    """A 2-D convolution of C-contiguous ``x`` on the compiled loops and BLAS (see the module's
+    docstring for the threads each path uses)."""
     loops = _loops()
 
     batch, channels = x.shape[:2]
@@ -208,25 +210,22 @@ def _convolve_2d(
         loops.add_bias_clamp(y.reshape(rows), shift, low, high, residual.reshape(rows))
         return y
     weights = w.reshape(group, outputs // group, -1)
-    pointwise = _is_pointwise(windows, x.shape[2:])
     finish = bias is not None or clamp is not None or residual is not None
-    with one_blas_thread():  # few rows (output channels): OpenBLAS's threads cost more than they gain
+    if _is_pointwise(windows, x.shape[2:]):
+        _pointwise(
+            weights,
+            x.reshape(batch, group, -1, pixels),
+            shift if finish else None,
+            low,
+            high,
+            None if residual is None else residual.reshape(batch, outputs, pixels),
+            y.reshape(batch, outputs, pixels),
+        )
+        return y
+    with one_blas_thread():  # tiles' GEMMs on BLAS's threads: no gain measured (MobileNetV2, det)
         for n in range(batch):
             extra = None if residual is None else residual[n]
-            if pointwise:
-                flat = (outputs, pixels)
-                _pointwise(
-                    weights,
-                    x[n].reshape(group, -1, pixels),
-                    shift if finish else None,
-                    low,
-                    high,
-                    None if extra is None else extra.reshape(flat),
-                    y[n].reshape(flat),
-                    threads,
-                )
-            else:
-                _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n], threads)
+            _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n], threads)
     return y
 
 
@@ -266,28 +265,20 @@ def _pointwise(
     high: np.floating,
     residual: np.ndarray | None,
     y: np.ndarray,
-    threads: int,
 ) -> None:
-    """``y (M, P)`` = ``weights (G, M/G, C/G)`` times one image ``x (G, C/G, P)``, plus ``shift``
-    and ``residual`` (None: nothing), clamped; with no finishing pass where ``shift`` is None.
-    Without groups, large ones are cut into spans of output channels, each a GEMM and its
-    finishing pass, taken by ``threads`` threads."""
+    """``y (N, M, P)`` = ``weights (G, M/G, C/G)`` times each image of ``x (N, G, C/G, P)``, plus
+    ``shift`` and ``residual`` (None: nothing), clamped; with no finishing pass where ``shift`` is
+    None. One matrix product per image and group, on BLAS's threads from ``BLAS_THREADS_WORK``
+    multiply-adds an image on, as MatMul's (:func:`.threads.blas_for`)."""
     loops = _loops()
 
-    outputs, pixels = y.shape
-    work = y.size * x.shape[1]
-    parts = 1 if weights.shape[0] > 1 else part_count(work, outputs, threads, MIN_SPLIT_PRODUCT)
-
-    def run(rows: slice) -> None:
-        if parts == 1:
-            grouped_matmul(weights, x, y.reshape(weights.shape[0], -1, pixels))
-        else:
-            np.matmul(weights[0, rows], x[0], out=y[rows])
-        if shift is not None:
-            extra = None if residual is None else residual[None, rows]
-            loops.add_bias_clamp(y[None, rows], shift[rows], low, high, extra)
-
-    run_spans(run, outputs, parts, threads)
+    groups, pixels = weights.shape[0], y.shape[2]
+    with blas_for(y[0].size * x.shape[2]):
+        for n in range(len(y)):
+            grouped_matmul(weights, x[n], y[n].reshape(groups, -1, pixels))
+            if shift is not None:
+                extra = None if residual is None else residual[n : n + 1]
+                loops.add_bias_clamp(y[n : n + 1], shift, low, high, extra)
 
 
 def _im2col_gemm(

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.ops.shapes import sliding_windows, window_attrs
 
-from .threads import blas_for, one_blas_thread, split_matmul
+from .threads import blas_for, one_blas_thread
 
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
 _WIDENED = frozenset({np.dtype(np.float16), np.dtype("bfloat16")})
@@ -34,18 +34,14 @@ def per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``numpy.matmul``, cut over the backend's threads where that pays (:func:`.threads.split_matmul`),
-    else as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches), on as many BLAS threads
-    as pays (see :mod:`.threads`), matrix-vector products on one.
+    """``numpy.matmul``, as one 2-D GEMM when ``b`` is a matrix (numpy loops over batches), on as
+    many BLAS threads as pays (see :mod:`.threads`), matrix-vector products on one.
 
     OpenBLAS cuts the outputs of a matrix-vector product into one share per thread and computes
     the last few of each share with a narrower kernel that rounds differently, so equal weight
     columns would give outputs an ulp apart at places that follow the thread count (a Softmax of
     large equal logits turns that into zeros).
     """
-    split = split_matmul(a, b)
-    if split is not None:
-        return split
     work = a.size * (b.shape[-1] if b.ndim > 1 else 1)  # multiply-adds, batches of a alone
     with one_blas_thread() if _is_matrix_vector(a, b) else blas_for(work):
         if a.ndim > 2 and b.ndim == 2:

@@ -1,23 +1,22 @@
 """How the CPU kernels use the cores: the compiled loops split over threads, BLAS where it pays.
 
 The backend uses as many threads as numpy's BLAS is set to (``threadpoolctl.threadpool_limits``
-sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). Two rules, from
+sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). The rules, from
 measurements on two cores shared with other processes:
 
 - Large work (GGUF's quantized products, on a compiled loop that runs without the GIL) is
   cut into parts that the calling thread and pool threads take one at a time. A thread that
   the system keeps waiting only delays the part it took: the others take what is left, and
   one that has not started yet is not waited for.
-- Convolution GEMMs, and matrix products below :data:`BLAS_THREADS_WORK` multiply-adds, run on
-  one BLAS thread: OpenBLAS splits every GEMM into fixed shares and waits for all of them,
-  which on these products (few rows: a convolution's output channels) costs more than it
-  gains, and stalls whenever another process holds a core. Matrix products
-  (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and recurrent ones) from
-  :data:`MIN_SPLIT_PRODUCT` on are cut instead into one part per thread, taken as the loops'
-  parts are (:func:`split_matmul`): spans of output columns, or runs of a stack's products,
-  each a GEMM on one BLAS thread. Convolutions from :data:`MIN_SPLIT_PRODUCT` multiply-adds an
-  image on are cut the same way (spans of output rows, each im2col-tiled, or of output channels
-  when 1x1), and depthwise ones from :data:`MIN_SPLIT_DEPTHWISE` (spans of channels).
+- Matrix products (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and
+  recurrent ones, GGUF's dequantized weights; and 1x1 convolutions) from
+  :data:`BLAS_THREADS_WORK` multiply-adds on run on BLAS's own threads, which spin between
+  products, so that handing one over costs a few microseconds (they are kept off the caller's
+  CPU, see :mod:`.workers`); smaller ones run on one BLAS thread.
+- The other convolutions' GEMMs run on one BLAS thread each. Those from
+  :data:`MIN_SPLIT_PRODUCT` multiply-adds an image on are cut instead into spans of output rows
+  that the threads take as the loops' parts are, so that the im2col copies run on every thread
+  too; depthwise ones from :data:`MIN_SPLIT_DEPTHWISE` into spans of channels.
 - Elementwise passes are not cut: on this machine a fused chain over 2.5M elements ran 1.50 ms
   whole and 1.33 ms in four parts on two threads (memory bound), and slower cut below that.
 
@@ -30,13 +29,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from . import workers
 
@@ -44,18 +40,17 @@ from . import workers
 PARTS_PER_THREAD = 2
 #: The least work (in GEMM multiply-adds) worth splitting: below it, handing parts over costs more.
 MIN_SPLIT_WORK = 4_000_000
-#: The least GEMM work (multiply-adds) that BLAS may spread over its threads.
-BLAS_THREADS_WORK = 100_000_000
-#: The least product work (multiply-adds) split over threads, convolutions' too: a product's
-#: parts cost about 50 us more in all, so MiniLM's per-head products (6.3M, 130 us) gained
-#: nothing and its 18.9M projections 15%.
+#: The least matrix product work (multiply-adds) that BLAS may spread over its threads. MiniLM
+#: batch 1's products on two threads took 18.8 ms a run on BLAS's threads from 5M on, against
+#: 22.7 ms cut into parts on the pool threads and 35 ms on one thread: handing a part to a
+#: sleeping pool thread costs 10-100 us, and OpenBLAS's threads spin between products.
+BLAS_THREADS_WORK = 4_000_000
+#: The least im2col convolution work (multiply-adds an image) split over threads: the parts cost
+#: about 50 us more in all.
 MIN_SPLIT_PRODUCT = 16_000_000
 #: The least depthwise convolution work (outputs times kernel taps) split over threads: MobileNetV2's
 #: layers (up to 4M) ran slower cut, as handing parts over costs about as long as one of them.
 MIN_SPLIT_DEPTHWISE = 8_000_000
-#: Column spans of a split product start at multiples of this many columns (a 64-byte line of
-#: float32 outputs, OpenBLAS's widest float32 block), so each is computed as in the whole GEMM.
-COLUMN_STEP = 16
 
 _blas_lock = threading.Lock()
 
@@ -133,8 +128,12 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
 @contextlib.contextmanager
 def blas_for(work: int) -> Iterator[None]:
     """BLAS on the threads it is set to for GEMMs of ``work`` multiply-adds in all from
-    :data:`BLAS_THREADS_WORK` on, on one thread below it."""
+    :data:`BLAS_THREADS_WORK` on (its threads steered off the caller's CPU, see :mod:`.workers`),
+    on one thread below it."""
     if work >= BLAS_THREADS_WORK:
+        blas = _blas()
+        if blas is not None:
+            workers.keep_blas_threads_off(blas)
         yield
         return
     with one_blas_thread():
@@ -174,57 +173,3 @@ class _OneBlasThread:
                 self._blas.set_num_threads(self._threads)
         finally:
             _blas_lock.release()
-
-
-def split_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """``numpy.matmul(a, b)`` cut into parts for :func:`run_parts`, each a GEMM on one BLAS thread,
-    or None where that does not pay: one thread, matrix-vector products, work under
-    :data:`MIN_SPLIT_PRODUCT` or from :data:`BLAS_THREADS_WORK` on, stacks that broadcast.
-
-    Rows of ``a`` times a matrix ``b`` are cut into spans of output columns (each part reads all
-    of ``a``, the smaller operand on these products, and its own columns of ``b``); a stack of
-    products is cut into runs of whole products.
-    """
-    if a.ndim < 2 or b.ndim < 2 or b.shape[-1] == 1:
-        return None
-    if b.ndim == 2:
-        rows, depth, columns = math.prod(a.shape[:-1]), b.shape[0], b.shape[1]
-        count = _split_count(rows, rows * depth * columns, columns // COLUMN_STEP)
-        if count == 1:
-            return None
-        flat, out = a.reshape(rows, depth), np.empty((rows, columns), np.result_type(a, b))
-        _run_products([(flat, b[:, span], out[:, span]) for span in _column_spans(columns, count)])
-        return out.reshape(*a.shape[:-1], columns)
-    if a.shape[:-2] != b.shape[:-2]:
-        return None
-    stack, (rows, depth), columns = math.prod(a.shape[:-2]), a.shape[-2:], b.shape[-1]
-    count = _split_count(rows, stack * rows * depth * columns, stack)
-    if count == 1:
-        return None
-    a3, b3 = a.reshape(stack, rows, depth), b.reshape(stack, depth, columns)
-    out = np.empty((stack, rows, columns), np.result_type(a, b))
-    _run_products([(a3[span], b3[span], out[span]) for span in spans(stack, count)])
-    return out.reshape(*a.shape[:-1], columns)
-
-
-def _split_count(rows: int, work: int, limit: int) -> int:
-    """Parts for a product of ``rows`` rows and ``work`` multiply-adds, at most ``limit``: one per
-    thread (each part packs the operand it shares again), 1 for matrix-vector products."""
-    if rows == 1 or work >= BLAS_THREADS_WORK:
-        return 1
-    threads = thread_count()
-    return part_count(work, min(limit, threads), threads, MIN_SPLIT_PRODUCT)
-
-
-def _column_spans(columns: int, count: int) -> list[slice]:
-    """``range(columns)`` in ``count`` spans that start at multiples of :data:`COLUMN_STEP`."""
-    steps = spans(columns // COLUMN_STEP, count)
-    bounds = [span.start * COLUMN_STEP for span in steps] + [columns]
-    return [slice(start, stop) for start, stop in itertools.pairwise(bounds)]
-
-
-def _run_products(products: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-    """``numpy.matmul(a, b, out=out)`` for every ``(a, b, out)``, over the threads, BLAS on one each."""
-    threads = thread_count()  # as set by the caller: one_blas_thread lowers it
-    with one_blas_thread():
-        run_parts([functools.partial(np.matmul, a, b, out=out) for a, b, out in products], threads)

@@ -7,6 +7,10 @@ caller's parts took twice as long (MiniLM batch 1 on two threads, its products s
 run back to back, 44.6 ms with 0.1 s pauses between runs, 38 ms on one thread). So before parts
 are handed out, the caller's CPU is taken out of the pool threads' affinity, with a system call
 only when the caller has moved to another CPU since: 32.1 ms with the pauses.
+
+OpenBLAS's own threads, which take the matrix products from ``threads.BLAS_THREADS_WORK`` on, are
+steered the same way (PP-OCRv4 rec's last product on two threads: 0.6 ms as a rule, but up to
+11 ms when its thread was woken on the caller's CPU).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 
 @functools.cache
@@ -32,13 +37,12 @@ class Workers:
         self._native_ids: list[int] = []
         #: The CPUs a pool thread was allowed when it started (inherited from the process).
         self._allowed: set[int] = set()
-        #: The caller's CPU and the number of threads when the threads were last steered.
-        self._steered: tuple[int, int] | None = None
+        self._steering = _Steering(self._move)
         self._executor = ThreadPoolExecutor(count, "spawnml-cpu", initializer=self._started)
 
     def submit(self, fn: Callable[[], None], copies: int) -> list[Future[None]]:
         """``fn`` handed to ``copies`` pool threads, once the threads are off the caller's CPU."""
-        self._keep_off(_current_cpu())
+        self._steering.keep_off(len(self._native_ids), self._allowed)
         return [self._executor.submit(fn) for _ in range(copies)]
 
     def _started(self) -> None:
@@ -46,14 +50,79 @@ class Workers:
             self._allowed = os.sched_getaffinity(0)
         self._native_ids.append(threading.get_native_id())
 
-    def _keep_off(self, cpu: int | None) -> None:
-        if cpu is None or self._steered == (cpu, len(self._native_ids)):
+    def _move(self, count: int, cpus: set[int]) -> None:
+        for native_id in self._native_ids[:count]:
+            os.sched_setaffinity(native_id, cpus)
+
+
+def keep_blas_threads_off(blas: Any) -> None:
+    """Steer the threads of ``blas`` (threadpoolctl's controller of numpy's BLAS) off the caller's
+    CPU, where it is OpenBLAS on threads of its own (else nothing is done)."""
+    threads = _openblas_threads(blas)
+    count = blas.get_num_threads() - 1  # OpenBLAS's last thread index is the caller's own
+    if threads is not None and count > 0:
+        threads.keep_off(count)
+
+
+class _Steering:
+    """Keeps a group of threads off the caller's CPU, moving them (``move(count, cpus)``) only when
+    the caller has moved or their number has changed since."""
+
+    def __init__(self, move: Callable[[int, set[int]], None]) -> None:
+        self._move = move
+        #: The caller's CPU and the number of threads when the threads were last steered.
+        self._steered: tuple[int, int] | None = None
+
+    def keep_off(self, count: int, allowed: set[int]) -> None:
+        """Move the first ``count`` threads to the CPUs of ``allowed`` but the caller's."""
+        cpu = _current_cpu()
+        if cpu is None or self._steered == (cpu, count):
             return
-        self._steered = (cpu, len(self._native_ids))
-        allowed = self._allowed - {cpu}
-        if allowed:  # a process held to one CPU shares it
-            for native_id in self._native_ids:
-                os.sched_setaffinity(native_id, allowed)
+        self._steered = (cpu, count)
+        others = allowed - {cpu}
+        if others:  # a process held to one CPU shares it
+            self._move(count, others)
+
+
+class _OpenBlasThreads:
+    """OpenBLAS's own threads, steered through its ``openblas_setaffinity``."""
+
+    #: Bytes of a ``cpu_set_t`` (glibc's: 1024 CPUs).
+    CPU_SET_BYTES = 128
+
+    def __init__(self, setaffinity: Any, getaffinity: Any) -> None:
+        self._setaffinity, self._getaffinity = setaffinity, getaffinity
+        self._allowed: set[int] | None = None
+        self._steering = _Steering(self._move)
+
+    def keep_off(self, count: int) -> None:
+        """Keep OpenBLAS's first ``count`` threads (all but the caller) off the caller's CPU."""
+        if self._allowed is None:  # its first thread's CPUs before any move: the process's
+            mask = ctypes.create_string_buffer(self.CPU_SET_BYTES)
+            self._getaffinity(0, self.CPU_SET_BYTES, mask)
+            bits = int.from_bytes(mask.raw, "little")
+            self._allowed = {cpu for cpu in range(bits.bit_length()) if bits >> cpu & 1}
+        self._steering.keep_off(count, self._allowed)
+
+    def _move(self, count: int, cpus: set[int]) -> None:
+        mask = sum(1 << cpu for cpu in cpus).to_bytes(self.CPU_SET_BYTES, "little")
+        for index in range(count):
+            self._setaffinity(index, self.CPU_SET_BYTES, mask)
+
+
+@functools.cache
+def _openblas_threads(blas: Any) -> _OpenBlasThreads | None:
+    """The threads of ``blas`` where it is OpenBLAS on threads of its own and they can be steered
+    (with OpenMP, ``openblas_setaffinity`` only complains), else None."""
+    if blas.internal_api != "openblas" or blas.threading_layer != "pthreads" or _getcpu() is None:
+        return None
+    names = ("openblas_setaffinity", "openblas_getaffinity")
+    functions = [getattr(blas.dynlib, name, None) for name in names]
+    if None in functions:
+        return None
+    for function in functions:
+        function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p)
+    return _OpenBlasThreads(*functions)
 
 
 def _current_cpu() -> int | None:
