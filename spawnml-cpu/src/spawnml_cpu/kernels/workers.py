@@ -58,9 +58,9 @@ class Workers:
 def keep_blas_threads_off(blas: Any) -> None:
     """Steer the threads of ``blas`` (threadpoolctl's controller of numpy's BLAS) off the caller's
     CPU, where it is OpenBLAS on threads of its own (else nothing is done)."""
-    threads = _openblas_threads(blas)
     count = blas.get_num_threads() - 1  # OpenBLAS's last thread index is the caller's own
-    if threads is not None and count > 0:
+    threads = _openblas_threads(blas) if count > 0 else None
+    if threads is not None:
         threads.keep_off(count)
 
 
@@ -90,18 +90,12 @@ class _OpenBlasThreads:
     #: Bytes of a ``cpu_set_t`` (glibc's: 1024 CPUs).
     CPU_SET_BYTES = 128
 
-    def __init__(self, setaffinity: Any, getaffinity: Any) -> None:
-        self._setaffinity, self._getaffinity = setaffinity, getaffinity
-        self._allowed: set[int] | None = None
+    def __init__(self, setaffinity: Any, allowed: set[int]) -> None:
+        self._setaffinity, self._allowed = setaffinity, allowed
         self._steering = _Steering(self._move)
 
     def keep_off(self, count: int) -> None:
         """Keep OpenBLAS's first ``count`` threads (all but the caller) off the caller's CPU."""
-        if self._allowed is None:  # its first thread's CPUs before any move: the process's
-            mask = ctypes.create_string_buffer(self.CPU_SET_BYTES)
-            self._getaffinity(0, self.CPU_SET_BYTES, mask)
-            bits = int.from_bytes(mask.raw, "little")
-            self._allowed = {cpu for cpu in range(bits.bit_length()) if bits >> cpu & 1}
         self._steering.keep_off(count, self._allowed)
 
     def _move(self, count: int, cpus: set[int]) -> None:
@@ -113,16 +107,20 @@ class _OpenBlasThreads:
 @functools.cache
 def _openblas_threads(blas: Any) -> _OpenBlasThreads | None:
     """The threads of ``blas`` where it is OpenBLAS on threads of its own and they can be steered
-    (with OpenMP, ``openblas_setaffinity`` only complains), else None."""
+    (with OpenMP, ``openblas_setaffinity`` only complains), else None. Called first while OpenBLAS
+    has a thread of its own, whose CPUs, before any move, are the ones its threads may use."""
     if blas.internal_api != "openblas" or blas.threading_layer != "pthreads" or _getcpu() is None:
         return None
     names = ("openblas_setaffinity", "openblas_getaffinity")
-    functions = [getattr(blas.dynlib, name, None) for name in names]
-    if None in functions:
+    setaffinity, getaffinity = (getattr(blas.dynlib, name, None) for name in names)
+    if setaffinity is None or getaffinity is None:
         return None
-    for function in functions:
+    for function in (setaffinity, getaffinity):
         function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p)
-    return _OpenBlasThreads(*functions)
+    mask = ctypes.create_string_buffer(_OpenBlasThreads.CPU_SET_BYTES)
+    getaffinity(0, len(mask), mask)
+    bits = int.from_bytes(mask.raw, "little")
+    return _OpenBlasThreads(setaffinity, {cpu for cpu in range(bits.bit_length()) if bits >> cpu & 1})
 
 
 def _current_cpu() -> int | None:
