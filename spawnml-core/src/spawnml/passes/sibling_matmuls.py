@@ -2,9 +2,9 @@
 
 ``A @ B1``, ``A @ B2``, ... with constant ``Bi`` of equal depth are ``A @ [B1 B2 ...]`` cut
 along its last axis: attention's query, key and value projections become one product. One
-larger product runs faster than several, most of all cut over threads: MiniLM's three 128x384
-by 384x384 projections took 1,313 µs on one CPU thread and 1,418 µs on two (each too small to
-cut well), one 128x384 by 384x1152 product and its Split 1,150 and 762 µs.
+larger product runs faster than several: MiniLM's three 128x384 by 384x384 projections took
+1,313 µs on one CPU thread and 1,418 µs on two, one 128x384 by 384x1152 product and its Split
+1,150 and 762 µs (measured when the CPU backend cut products over its Python thread pool).
 """
 
 from __future__ import annotations
@@ -50,11 +50,10 @@ def _merge(graph: Graph, ctx: PassContext, siblings: list[tuple[Node, np.ndarray
     if graph.opset() >= 13:  # the widths are an input from opset 13 on, an attribute before
         widths_input = new_constant(graph, taken, f"{product}_widths", widths)
         added.append(widths_input)
-        split = Node("Split", [product, widths_input], outputs, {"axis": -1}, name=f"{first.name}_split")
+        inputs, attrs = [product, widths_input], {"axis": -1}
     else:
-        split = Node(
-            "Split", [product], outputs, {"axis": -1, "split": widths.tolist()}, name=f"{first.name}_split"
-        )
+        inputs, attrs = [product], {"axis": -1, "split": widths.tolist()}
+    split = Node("Split", inputs, outputs, attrs, name=f"{first.name}_split")
     merged = Node("MatMul", [first.inputs[0], weight], [product], name=first.name)
     nodes = [node for node, _ in siblings]
     if not (ctx.may_replace(graph, nodes, merged) and ctx.may_replace(graph, nodes, split)):
