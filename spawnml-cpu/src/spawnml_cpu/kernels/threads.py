@@ -30,7 +30,7 @@ import contextlib
 import functools
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,19 +125,17 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
                 helper.result()
 
 
-@contextlib.contextmanager
-def blas_for(work: int) -> Iterator[None]:
+def blas_for(work: int) -> contextlib.AbstractContextManager[None]:
     """BLAS on the threads it is set to for GEMMs of ``work`` multiply-adds in all from
     :data:`BLAS_THREADS_WORK` on (its threads steered off the caller's CPU, see :mod:`.workers`),
-    on one thread below it."""
-    if work >= BLAS_THREADS_WORK:
-        blas = _blas()
-        if blas is not None:
-            workers.keep_blas_threads_off(blas)
-        yield
-        return
-    with one_blas_thread():
-        yield
+    on one thread below it (a context manager). Not a generator, as it is entered around every
+    matrix product and 1x1 convolution (see :class:`_OneBlasThread`)."""
+    if work < BLAS_THREADS_WORK:
+        return one_blas_thread()
+    blas = _blas()
+    if blas is not None:
+        workers.keep_blas_threads_off(blas)
+    return contextlib.nullcontext()
 
 
 def one_blas_thread() -> _OneBlasThread:
