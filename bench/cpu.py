@@ -1,15 +1,20 @@
-"""SpawnML CPU vs onnxruntime CPU on the reference models: latency, peak memory, session creation.
+"""SpawnML CPU vs onnxruntime CPU (and PyTorch CPU) on the reference models: latency, peak memory,
+session creation.
 
 Each runtime runs in its own worker subprocess (so peak RSS does not mix); the parent drives the
-two workers alternately, one timed run each per round, each after SETTLE seconds of rest. Both
-use the same thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl
-(SpawnML's CPU backend takes its own thread count from there) and to onnxruntime as
-intra_op_num_threads. The load average is printed at the start and at the end: on a shared
+workers in turn, one timed run each per round, each after SETTLE seconds of rest. All use the same
+thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl (SpawnML's CPU backend
+takes its own thread count from there), to onnxruntime as intra_op_num_threads and to PyTorch with
+torch.set_num_threads. The load average is printed at the start and at the end: on a shared
 machine, only ratios from one interleaved run compare. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
 unset for the workers.
 
 MobileNetV2: SpawnML runs its port from the torchvision .pth; onnxruntime runs an ONNX file exported
-with torch.onnx.export from the same weights in plain torch, into a temporary directory.
+with torch.onnx.export from the same weights in plain torch, into a temporary directory; PyTorch
+runs that plain-torch model. PyTorch runs MiniLM as transformers' BertModel over the float
+all-MiniLM-L6-v2 SafeTensors (the int8 ONNX file's architecture and shapes; its weights are int8
+only on disk, and both ONNX runtimes fold them to float32 products), and PP-OCRv4 det and rec node
+by node with its own operators (torch_graph.py). silero-vad has no PyTorch counterpart here.
 
 Usage: python bench/cpu.py [--runs N] [--models NAME ...] [--threads T]
 """
@@ -34,7 +39,9 @@ from typing import Any
 import numpy as np
 
 MODELS = ("minilm-b1", "minilm-b8", "ocr-det", "ocr-rec", "mobilenetv2", "silero-vad")
-RUNTIMES = ("spawnml", "onnxruntime")
+RUNTIMES = ("spawnml", "onnxruntime", "torch")
+#: The models PyTorch runs (see :func:`torch_model`).
+TORCH_MODELS = frozenset(MODELS) - {"silero-vad"}
 UNSET_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 VAD_CHUNKS = 50
 #: Seconds of rest before each timed run, so that no thread of the other runtime is still busy:
@@ -89,8 +96,57 @@ def run_vad(session: Any, audio: np.ndarray) -> None:
         context = chunk[:, -64:]
 
 
+class TorchModel:
+    """A PyTorch model behind the ``run(None, feeds)`` call the worker makes of a session."""
+
+    def __init__(self, forward: Callable[[dict[str, np.ndarray]], Any]) -> None:
+        self._forward = forward
+
+    def run(self, _outputs: None, feeds: dict[str, np.ndarray]) -> Any:
+        import torch
+
+        with torch.inference_mode():
+            return self._forward(feeds)
+
+
+def torch_model(model: str, path: str) -> TorchModel:
+    """PyTorch's counterpart of ``model`` (see the module's docstring)."""
+    import torch
+
+    if model == "mobilenetv2":
+        net = plain_torch_mobilenet_v2()
+        return TorchModel(lambda feeds: net(torch.from_numpy(feeds["image"])))
+    if model.startswith("minilm"):
+        import transformers
+        from spawnml_models.assets import asset_file
+        from spawnml_models.bert import WEIGHTS_ASSET
+
+        folder = asset_file(WEIGHTS_ASSET, "model.safetensors").parent
+        bert = transformers.BertModel.from_pretrained(folder, add_pooling_layer=False).eval()
+
+        def encode(feeds: dict[str, np.ndarray]) -> Any:
+            return bert(**{name: torch.from_numpy(ids) for name, ids in feeds.items()}).last_hidden_state
+
+        return TorchModel(encode)
+    from torch_graph import torch_runner
+
+    return TorchModel(torch_runner(path, "cpu"))
+
+
+def prepare_torch(threads: int) -> None:
+    """Import PyTorch (and transformers, quietly) and set its thread count, before any timing."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads)
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+
+
 def make_session(runtime: str, model: str, path: str, threads: int) -> Any:
     """A CPU session of ``runtime`` for ``model``."""
+    if runtime == "torch":
+        return torch_model(model, path)
     if runtime == "onnxruntime":
         import onnxruntime as ort
 
@@ -116,11 +172,13 @@ def vm_hwm_mib() -> float:
 def worker(runtime: str, model: str, path: str, threads: int) -> None:
     """Serve timed runs on stdin commands: ``run`` answers seconds, ``done`` answers peak MiB."""
     import onnxruntime  # noqa: F401
-    import spawnml  # noqa: F401  imported before the baseline for both runtimes
+    import spawnml  # noqa: F401  imported before the baseline for every runtime
     from spawnml import plugins
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(threads)
+    if runtime == "torch":
+        prepare_torch(threads)
     inputs = feeds(model)
     start = time.perf_counter()
     if runtime == "spawnml":  # once per process, like importing onnxruntime: timed on its own
@@ -152,23 +210,28 @@ def reply(message: dict[str, float]) -> None:
 def export_mobilenet(directory: str) -> None:
     """Export torchvision's MobileNetV2 (plain torch, ImageNet .pth weights) to ONNX in ``directory``."""
     import torch
-    from spawnml_models.assets import asset_file
-    from spawnml_models.mobilenet import WEIGHTS_ASSET, WEIGHTS_FILE
 
-    model = torch_mobilenet_v2()
-    model.load_state_dict(torch.load(asset_file(WEIGHTS_ASSET, WEIGHTS_FILE), weights_only=True), strict=True)
     path = os.path.join(directory, "mobilenetv2.onnx")
     dummy = (torch.zeros(1, 3, 224, 224),)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    torch.onnx.export(model.eval(), dummy, path, dynamo=False, input_names=["image"], output_names=["logits"])
+    torch.onnx.export(
+        plain_torch_mobilenet_v2(), dummy, path, dynamo=False, input_names=["image"], output_names=["logits"]
+    )
 
 
-def torch_mobilenet_v2() -> Any:
-    """torchvision's MobileNetV2 in plain torch: the reference the tests check the port against."""
+def plain_torch_mobilenet_v2() -> Any:
+    """torchvision's MobileNetV2 in plain torch (the reference the tests check the port against),
+    with the ImageNet .pth weights, in inference mode."""
+    import torch
+    from spawnml_models.assets import asset_file
+    from spawnml_models.mobilenet import WEIGHTS_ASSET, WEIGHTS_FILE
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.torch_mobilenet import MobileNetV2
 
-    return MobileNetV2()
+    model = MobileNetV2()
+    model.load_state_dict(torch.load(asset_file(WEIGHTS_ASSET, WEIGHTS_FILE), weights_only=True), strict=True)
+    return model.eval()
 
 
 def worker_env() -> dict[str, str]:
@@ -197,7 +260,8 @@ def ask(process: subprocess.Popen[str], command: str | None = None) -> dict[str,
 
 def bench_model(model: str, path: str, threads: int, runs: int) -> dict[str, dict[str, float]]:
     """Median latency, peak memory and session creation per runtime, runs interleaved."""
-    workers = {runtime: start_worker(runtime, model, path, threads) for runtime in RUNTIMES}
+    runtimes = [runtime for runtime in RUNTIMES if runtime != "torch" or model in TORCH_MODELS]
+    workers = {runtime: start_worker(runtime, model, path, threads) for runtime in runtimes}
     results = {
         runtime: {"plugins": ask(process)["plugins"], "create": ask(process)["create"], "times": []}
         for runtime, process in workers.items()
@@ -246,7 +310,8 @@ def header(threads: int, blas: str) -> list[str]:
         f"versions: python {platform.python_version()}, spawnml {getattr(spawnml, '__version__', '?')}, "
         f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, torch {torch.__version__}",
         f"BLAS: {blas}",
-        f"threads: {threads} for both (BLAS via threadpoolctl, onnxruntime intra_op_num_threads)",
+        f"threads: {threads} for all (BLAS via threadpoolctl, onnxruntime intra_op_num_threads, "
+        "torch.set_num_threads)",
         f"unset for the workers: {names or 'none were set'}",
         load_average("start"),
     ]
@@ -258,33 +323,46 @@ def load_average(when: str) -> str:
 
 
 def table(rows: dict[str, dict[str, dict[str, float]]], runs: int) -> list[str]:
-    """The results as a Markdown table."""
+    """The results as a Markdown table ("–" where PyTorch has no counterpart of a model)."""
     lines = [
         f"latency: median of {runs} interleaved runs after a warm-up, each after {SETTLE} s of rest; "
         "peak: VmHWM growth from session start",
         "create: session creation; SpawnML's plugin loading (once per process, before it) apart",
         "",
-        "| model | SpawnML ms | onnxruntime ms | SpawnML/ort | SpawnML peak MiB | ort peak MiB "
-        "| SpawnML create s | ort create s | SpawnML/ort create | SpawnML plugins s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | SpawnML ms | onnxruntime ms | SpawnML/ort | torch ms | SpawnML/torch "
+        "| SpawnML peak MiB | ort peak MiB | torch peak MiB "
+        "| SpawnML create s | ort create s | SpawnML/ort create | torch create s | SpawnML plugins s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for model, result in rows.items():
         s, o = result["spawnml"], result["onnxruntime"]
-        lines.append(
-            f"| {LABELS[model]} | {s['median'] * 1e3:.1f} | {o['median'] * 1e3:.1f} "
-            f"| {s['median'] / o['median']:.2f} | {s['peak']:.0f} | {o['peak']:.0f} "
-            f"| {s['create']:.2f} | {o['create']:.2f} | {s['create'] / o['create']:.1f} "
-            f"| {s['plugins']:.2f} |"
-        )
+        t = result.get("torch", {})
+        cells = [
+            LABELS[model],
+            f"{s['median'] * 1e3:.1f}",
+            f"{o['median'] * 1e3:.1f}",
+            f"{s['median'] / o['median']:.2f}",
+            f"{t['median'] * 1e3:.1f}" if t else "–",
+            f"{s['median'] / t['median']:.2f}" if t else "–",
+            f"{s['peak']:.0f}",
+            f"{o['peak']:.0f}",
+            f"{t['peak']:.0f}" if t else "–",
+            f"{s['create']:.2f}",
+            f"{o['create']:.2f}",
+            f"{s['create'] / o['create']:.1f}",
+            f"{t['create']:.2f}" if t else "–",
+            f"{s['plugins']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 LABELS = {
-    "minilm-b1": "MiniLM-L6 int8, batch 1 x 128",
-    "minilm-b8": "MiniLM-L6 int8, batch 8 x 128",
+    "minilm-b1": "MiniLM-L6 int8, batch 1 x 128 (torch: float SafeTensors)",
+    "minilm-b8": "MiniLM-L6 int8, batch 8 x 128 (torch: float SafeTensors)",
     "ocr-det": "PP-OCRv4 det, 1x3x640x640",
     "ocr-rec": "PP-OCRv4 rec, 1x3x48x320",
-    "mobilenetv2": "MobileNetV2, 1x3x224x224 (SpawnML: .pth port; ort: torch export)",
+    "mobilenetv2": "MobileNetV2, 1x3x224x224 (SpawnML: .pth port; ort: torch export; torch: plain torch)",
     "silero-vad": f"silero-vad, stream of {VAD_CHUNKS} chunks",
 }
 
