@@ -1,4 +1,5 @@
-"""The CPU convolution paths (depthwise, 1x1, tiled im2col + GEMM, 1-D, N-d) against onnxruntime.
+"""The CPU convolution paths (depthwise, 1x1, tiled im2col + GEMM, products by kernel tap, 1-D,
+N-d) against onnxruntime.
 
 Each case is one Conv (or com.microsoft FusedConv) node run unoptimized, so that the kernel
 under test is the one that runs. Tolerances: float32 within rtol 1e-4 / atol 1e-4 (sums of up
@@ -59,7 +60,16 @@ CASES = {
         (4, 1, 3, 3),
         {"group": 4, "dilations": [2, 2], "pads": [2, 2, 2, 2]},
     ),
-    "dense-3x3-tiled": ((1, 96, 20, 64), (24, 96, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "dense-3x3-tiled": ((1, 96, 20, 64), (40, 96, 3, 3), {"pads": [1, 1, 1, 1]}),
+    # Stride 1, at most _BY_TAP_OUTPUTS outputs: products by kernel tap, in bands of output rows.
+    "dense-3x3-by-tap": ((1, 96, 20, 64), (24, 96, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "by-tap-bands": ((2, 8, 150, 200), (32, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "by-tap-5x3-dilated-asymmetric": (
+        (2, 7, 19, 23),
+        (5, 7, 5, 3),
+        {"dilations": [2, 1], "pads": [3, 0, 1, 2]},
+    ),
+    "by-tap-pads-past-the-kernel": ((1, 4, 6, 5), (3, 4, 3, 3), {"pads": [4, 0, 2, 5]}),
     "dense-grouped-strided-dilated": (
         (2, 12, 23, 19),
         (8, 6, 3, 2),
@@ -73,7 +83,8 @@ CASES = {
     "1d-grouped-dilated": ((2, 8, 31), (6, 4, 3), {"group": 2, "dilations": [3], "pads": [0, 4]}),
     "1d-frames": ((1, 1, 640), (258, 1, 256), {"strides": [128]}),
     "1d-pads-past-the-windows": ((1, 2, 1), (3, 2, 1), {"strides": [10], "pads": [5, 0]}),
-    "1d-long-tiled": ((1, 64, 5000), (8, 64, 3), {"pads": [1, 1]}),
+    "1d-long-tiled": ((1, 64, 5000), (40, 64, 3), {"pads": [1, 1]}),
+    "1d-long-by-tap": ((1, 64, 5000), (8, 64, 3), {"pads": [1, 1]}),
     "1d-depthwise": ((1, 6, 40), (6, 1, 3), {"group": 6, "pads": [1, 1]}),
     "3d": ((1, 4, 6, 7, 5), (3, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
     "empty-batch": ((0, 4, 8, 8), (4, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
@@ -147,6 +158,8 @@ def _torch_conv(feeds: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
         "depthwise-3x3",
         "depthwise-stride2-asymmetric-multiplier",
         "dense-grouped-strided-dilated",
+        "dense-3x3-by-tap",
+        "by-tap-5x3-dilated-asymmetric",
         "1d",
         "1d-grouped-dilated",
     ],
@@ -171,6 +184,8 @@ def test_float64_conv_matches_pytorch(name):
         "depthwise-3x3",
         "depthwise-stride2-asymmetric-multiplier",
         "dense-3x3-tiled",
+        "dense-3x3-by-tap",
+        "by-tap-bands",
         "pointwise-grouped",
         "1d",
         "1d-long-tiled",
@@ -187,7 +202,7 @@ def test_fused_conv_matches_onnxruntime(name, activation, params):
 
 def test_conv_keeps_nan_where_the_reference_has_it():
     """A NaN input spreads to exactly the outputs whose windows read it, as in onnxruntime."""
-    for case in ("depthwise-3x3", "dense-3x3-tiled"):
+    for case in ("depthwise-3x3", "dense-3x3-tiled", "dense-3x3-by-tap"):
         x_shape, w_shape, attrs = CASES[case]
         feeds = _feeds(x_shape, w_shape, np.float32)
         feeds["x"][0, 3, 10, 10] = np.nan
@@ -198,8 +213,9 @@ def test_conv_keeps_nan_where_the_reference_has_it():
 
 #: Convolutions with two threads available, and whether each is cut over them: im2col ones from
 #: MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows), depthwise ones from
-#: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels). 1x1 ones are never cut: they run on
-#: BLAS's threads from BLAS_THREADS_WORK multiply-adds an image on.
+#: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels). 1x1 ones and those of products by
+#: kernel tap are never cut: their GEMMs run on BLAS's threads from BLAS_THREADS_WORK
+#: multiply-adds an image on.
 SPLIT_CASES = {
     "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
     "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
@@ -208,7 +224,8 @@ SPLIT_CASES = {
     "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, False),
     "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, False),
     "pointwise-grouped": ((1, 128, 56, 56), (128, 64, 1, 1), {"group": 2}, False),
-    "im2col-tiles": ((2, 32, 64, 60), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "im2col-tiles": ((2, 32, 64, 60), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "by-tap": ((2, 32, 64, 60), (24, 32, 3, 3), {"pads": [1, 1, 1, 1]}, False),
     "im2col-few-rows": ((1, 256, 6, 12), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "im2col-grouped": (
         (1, 48, 129, 120),

@@ -263,6 +263,53 @@ def im2col2d(
 
 
 @numba.njit(**_JIT)
+def sum_taps(
+    products: np.ndarray,
+    top: int,
+    first: int,
+    kernel: tuple[int, int],
+    dilations: tuple[int, int],
+    begins: tuple[int, int],
+    bias: np.ndarray,
+    low: float,
+    high: float,
+    residual: np.ndarray | None,
+    out: np.ndarray,
+) -> None:
+    """Output rows ``first`` on of a stride-1 2-D convolution, ``out (M, rows, OW)``, from
+    ``products (KH * KW, M, R, W)``: each kernel tap's weights times input rows ``top`` to
+    ``top + R`` (summed over the input channels). Every output pixel sums, over the taps, the
+    tap's products at the input pixel its window reads there (none in the padding), plus
+    ``bias[m]`` and ``residual`` (``out``'s shape, or None to add nothing), clamped."""
+    height, width = products.shape[2], products.shape[3]
+    channels, rows, columns = out.shape
+    for m in range(channels):
+        for oy in range(rows):
+            target = out[m, oy]
+            shift = bias[m]
+            if residual is None:
+                for k in range(columns):
+                    target[k] = shift
+            else:
+                extra = residual[m, oy]
+                for k in range(columns):
+                    target[k] = shift + extra[k]
+            for i in range(kernel[0]):
+                row = first + oy + i * dilations[0] - begins[0] - top
+                if row < 0 or row >= height:
+                    continue  # a padding row
+                for j in range(kernel[1]):
+                    offset = j * dilations[1] - begins[1]  # output column k reads input column k + offset
+                    start, stop = max(0, -offset), min(columns, width - offset)
+                    source = products[i * kernel[1] + j, m, row]
+                    at = max(start + offset, 0)  # (max(): see _split_phases)
+                    for k in range(stop - start):
+                        target[start + k] += source[at + k]
+            for k in range(columns):
+                target[k] = _clamp(target[k], low, high)
+
+
+@numba.njit(**_JIT)
 def crop_bias_clamp(
     wide: np.ndarray,
     bias: np.ndarray,

@@ -9,7 +9,7 @@ measurements on two cores shared with other processes:
   the system keeps waiting only delays the part it took: the others take what is left, and
   one that has not started yet is not waited for.
 - Matrix products (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and
-  recurrent ones, GGUF's dequantized weights; and 1x1 convolutions) from
+  recurrent ones, GGUF's dequantized weights; 1x1 convolutions and those by kernel tap) from
   :data:`BLAS_THREADS_WORK` multiply-adds on run on BLAS's own threads, which spin between
   products, so that handing one over costs a few microseconds (they are kept off the caller's
   CPU, see :mod:`.workers`); smaller ones run on one BLAS thread.
