@@ -137,12 +137,20 @@ def torch_runner(path: str, device: str) -> Callable[[dict[str, np.ndarray]], li
         else:
             raise NotImplementedError(f"{node.op_type} has no torch counterpart here")
     outputs = [o.name for o in graph.output]
+    # The values each step reads for the last time, released after it (as a runtime frees them).
+    last_reader = {name: index for index, (_, inputs, _, _) in enumerate(steps) for name in inputs if name}
+    releases = [
+        [name for name in dict.fromkeys(inputs) if last_reader.get(name) == index and name not in outputs]
+        for index, (_, inputs, _, _) in enumerate(steps)
+    ]
 
     @torch.inference_mode()
     def run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         env = dict(values) | {name: torch.from_numpy(array).to(device) for name, array in feeds.items()}
-        for operator, inputs, output, attrs in steps:
+        for (operator, inputs, output, attrs), released in zip(steps, releases, strict=True):
             env[output] = operator(*(env[name] if name else None for name in inputs), **attrs)
+            for name in released:
+                del env[name]
         return [env[name].cpu().numpy() for name in outputs]
 
     return run
