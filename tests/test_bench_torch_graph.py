@@ -1,7 +1,7 @@
 """The benchmarks' PyTorch runner of ONNX graphs (``bench/torch_graph.py``) against onnxruntime.
 
-``bench/cpu.py`` and ``bench/gpu.py`` report PyTorch's time on PP-OCRv4 det and rec by running
-their ONNX files node by node with PyTorch's operators; these tests hold that runner to
+``bench/cpu.py`` reports PyTorch's time on PP-OCRv4 det and rec (``bench/gpu.py`` on det) by
+running their ONNX files node by node with PyTorch's operators; these tests hold that runner to
 onnxruntime's outputs on the same inputs, so that the PyTorch column times the same network.
 Tolerance: 1e-4 absolute on outputs in [0, 1] (float32 sums in another order; measured 3.6e-5
 on det at 640x640, 5.5e-6 on rec).
