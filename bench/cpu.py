@@ -100,13 +100,12 @@ class TorchModel:
     """A PyTorch model behind the ``run(None, feeds)`` call the worker makes of a session."""
 
     def __init__(self, forward: Callable[[dict[str, np.ndarray]], Any]) -> None:
-        self._forward = forward
-
-    def run(self, _outputs: None, feeds: dict[str, np.ndarray]) -> Any:
         import torch
 
-        with torch.inference_mode():
-            return self._forward(feeds)
+        self._forward = torch.inference_mode()(forward)
+
+    def run(self, _outputs: None, feeds: dict[str, np.ndarray]) -> Any:
+        return self._forward(feeds)
 
 
 def torch_model(model: str, path: str) -> TorchModel:

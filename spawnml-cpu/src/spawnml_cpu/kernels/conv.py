@@ -234,10 +234,12 @@ def _convolve_2d(
         )
         return y
     if group == 1 and outputs <= _BY_TAP_OUTPUTS and windows.strides == (1, 1):
+        taps = math.prod(windows.kernel)  # every tap's weights, (KH * KW * M, C): a copy, once a call
+        by_tap = np.moveaxis(w.reshape(outputs, channels, taps), 2, 0).reshape(-1, channels)
         with blas_for(y[0].size * weights.shape[2]):
             for n in range(batch):
                 extra = None if residual is None else residual[n]
-                _products_by_tap(windows, x[n], w, shift, low, high, extra, y[n])
+                _products_by_tap(windows, x[n], by_tap, shift, low, high, extra, y[n])
         return y
     with one_blas_thread():  # tiles' GEMMs on BLAS's threads: no gain measured (MobileNetV2, det)
         for n in range(batch):
@@ -351,24 +353,23 @@ def _im2col_gemm(
 def _products_by_tap(
     windows: Windows,
     x: np.ndarray,
-    w: np.ndarray,
+    weights: np.ndarray,
     shift: np.ndarray,
     low: np.floating,
     high: np.floating,
     residual: np.ndarray | None,
     y: np.ndarray,
 ) -> None:
-    """``y (M, OH, OW)`` = the stride-1 convolution of one image ``x (C, H, W)`` with ``w (M, C, KH,
-    KW)``, plus ``shift`` and ``residual`` (None: nothing), clamped: one GEMM of every kernel tap's
-    weights, ``(KH * KW * M, C)``, by the input rows a band of output rows reads, then the products
-    summed at each window's places (:func:`.loops.sum_taps`). The input is read as it is, with no
-    patches copied, and the GEMM has KH * KW times im2col's rows; it runs on the BLAS threads the
-    caller has set (the sums on the calling thread)."""
+    """``y (M, OH, OW)`` = the stride-1 convolution of one image ``x (C, H, W)`` with every kernel
+    tap's weights, ``weights (KH * KW * M, C)``, plus ``shift`` and ``residual`` (None: nothing),
+    clamped: one GEMM of those weights by the input rows a band of output rows reads, then the
+    products summed at each window's places (:func:`.loops.sum_taps`). The input is read as it
+    is, with no patches copied, and the GEMM has KH * KW times im2col's rows; it runs on the BLAS
+    threads the caller has set (the sums on the calling thread)."""
     loops = _loops()
 
     channels, height, width = x.shape
-    outputs, taps = w.shape[0], math.prod(windows.kernel)
-    weights = np.moveaxis(w.reshape(outputs, channels, taps), 2, 0).reshape(-1, channels)  # a copy
+    outputs, taps = y.shape[0], math.prod(windows.kernel)
     pixels = x.reshape(channels, height * width)
     reach = (windows.kernel[0] - 1) * windows.dilations[0]  # input rows a window spans, less one
     rows = windows.out[0]
