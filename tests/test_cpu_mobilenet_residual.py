@@ -2,11 +2,12 @@
 Z input, ``activation(Conv(X, W) + B + Z)``) on the CPU, against onnxruntime.
 
 The kernel cases are one FusedConv node with Z run unoptimized, on each path that finishes a
-convolution's output: MobileNetV2's projections (1x1 GEMMs), a tiled im2col 3x3 one, depthwise
-ones, 1-D ones, with and without an activation, batches of 1 and 2; onnxruntime runs the same
-node. The graph cases are residual blocks run optimized, against onnxruntime on the graph as
-written, and what the fusion leaves alone. Tolerances: float32 within rtol / atol 1e-4 (sums of
-up to 960 products in another order); float64 within 1e-10 of PyTorch.
+convolution's output: MobileNetV2's projections (1x1 GEMMs, or the register-tiled loop on one
+thread), a small 1x1 one on that loop, a tiled im2col 3x3 one, depthwise ones, 1-D ones, with and
+without an activation, batches of 1 and 2; onnxruntime runs the same node. The graph cases are
+residual blocks run optimized, against onnxruntime on the graph as written, and what the fusion
+leaves alone. Tolerances: float32 within rtol / atol 1e-4 (sums of up to 960 products in another
+order); float64 within 1e-10 of PyTorch.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PATHS = {
     "1d-small": ((2, 8, 50), (12, 8, 3), {"pads": [1, 1]}),
     "1d-lifted": ((1, 64, 3000), (32, 64, 5), {"pads": [2, 2]}),
     "pointwise-grouped": ((2, 12, 9, 9), (6, 4, 1, 1), {"group": 3}),
+    "pointwise-tiles": ((2, 20, 9, 10), (13, 20, 1, 1), {}),  # float32: the register-tiled loop
 }
 
 ACTIVATIONS = [({}, "none"), ({"activation": "Clip", "activation_params": [0.0, 6.0]}, "clip")]

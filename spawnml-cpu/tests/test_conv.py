@@ -1,5 +1,5 @@
-"""The CPU convolution paths (depthwise, 1x1, tiled im2col + GEMM, products by kernel tap, 1-D,
-N-d) against onnxruntime.
+"""The CPU convolution paths (depthwise, 1x1 on BLAS and on the register-tiled loop, tiled im2col +
+GEMM, products by kernel tap, 1-D, N-d) against onnxruntime.
 
 Each case is one Conv (or com.microsoft FusedConv) node run unoptimized, so that the kernel
 under test is the one that runs. Tolerances: float32 within rtol 1e-4 / atol 1e-4 (sums of up
@@ -76,6 +76,10 @@ CASES = {
         {"group": 2, "strides": [3, 2], "dilations": [2, 1], "pads": [2, 0, 1, 3]},
     ),
     "pointwise-grouped": ((2, 12, 9, 7), (9, 4, 1, 1), {"group": 3}),
+    # float32 1x1 of one group: the register-tiled loop (rows of 49 pixels end in a partly used
+    # vector; 13 outputs and 930 pixels move the last tiles back to end at the edge).
+    "pointwise-tiles-narrow": ((1, 40, 7, 7), (45, 40, 1, 1), {}),
+    "pointwise-tiles-overlapping": ((2, 20, 30, 31), (13, 20, 1, 1), {}),
     "pointwise-strided": ((1, 8, 15, 15), (4, 8, 1, 1), {"strides": [2, 2]}),
     "same-upper": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     "same-lower": ((1, 5, 11, 10), (7, 5, 4, 3), {"auto_pad": "SAME_LOWER"}),
@@ -187,6 +191,8 @@ def test_float64_conv_matches_pytorch(name):
         "dense-3x3-by-tap",
         "by-tap-bands",
         "pointwise-grouped",
+        "pointwise-tiles-narrow",
+        "pointwise-tiles-overlapping",
         "1d",
         "1d-long-tiled",
     ],
@@ -202,13 +208,42 @@ def test_fused_conv_matches_onnxruntime(name, activation, params):
 
 def test_conv_keeps_nan_where_the_reference_has_it():
     """A NaN input spreads to exactly the outputs whose windows read it, as in onnxruntime."""
-    for case in ("depthwise-3x3", "dense-3x3-tiled", "dense-3x3-by-tap"):
+    for case in ("depthwise-3x3", "dense-3x3-tiled", "dense-3x3-by-tap", "pointwise-tiles-overlapping"):
         x_shape, w_shape, attrs = CASES[case]
         feeds = _feeds(x_shape, w_shape, np.float32)
         feeds["x"][0, 3, 10, 10] = np.nan
         ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
         np.testing.assert_array_equal(np.isnan(ours), np.isnan(reference))
         assert np.isnan(ours).any()
+
+
+#: 1x1 convolutions, a thread count and whether they take the register-tiled loop: float32 ones of
+#: one group with a tile's rows, where BLAS would run them on one thread (on two threads, those
+#: from BLAS_THREADS_WORK multiply-adds an image on run on BLAS's threads).
+POINTWISE_PATHS = {
+    "narrow-one-thread": (CASES["pointwise-tiles-narrow"], 1, True),
+    "narrow-two-threads": (CASES["pointwise-tiles-narrow"], 2, True),
+    "large-one-thread": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 1, True),
+    "large-two-threads": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 2, False),
+    "grouped": (CASES["pointwise-grouped"], 1, False),
+    "fewer-outputs-than-a-tile": (CASES["pointwise-strided"], 1, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE_PATHS))
+def test_pointwise_takes_the_tiled_loop_where_blas_would_run_on_one_thread(name, monkeypatch):
+    from spawnml_cpu.kernels import tiles
+    from threadpoolctl import threadpool_limits
+
+    (x_shape, w_shape, attrs), threads, tiled = POINTWISE_PATHS[name]
+    calls: list[tuple[int, ...]] = []
+    pointwise = tiles.pointwise
+    monkeypatch.setattr(tiles, "pointwise", lambda w, *args: calls.append(w.shape) or pointwise(w, *args))
+    model = _model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT)
+    with threadpool_limits(threads, user_api="blas"):
+        ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32))
+    assert bool(calls) == tiled
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
 
 
 #: Convolutions with two threads available, and whether each is cut over them: im2col ones from

@@ -12,7 +12,8 @@ measurements on two cores shared with other processes:
   recurrent ones, GGUF's dequantized weights; 1x1 convolutions and those by kernel tap) from
   :data:`BLAS_THREADS_WORK` multiply-adds on run on BLAS's own threads, which spin between
   products, so that handing one over costs a few microseconds (they are kept off the caller's
-  CPU, see :mod:`.workers`); smaller ones run on one BLAS thread.
+  CPU, see :mod:`.workers`); smaller ones run on one BLAS thread, or for float32 1x1
+  convolutions on the register-tiled loop of :mod:`.tiles` (as all of those do on one thread).
 - The other convolutions' GEMMs run on one BLAS thread each. Those from
   :data:`MIN_SPLIT_PRODUCT` multiply-adds an image on are cut instead into spans of output rows
   that the threads take as the loops' parts are, so that the im2col copies run on every thread

@@ -1,0 +1,207 @@
+"""Float32 matrix products for 1x1 convolutions, register-tiled in LLVM IR (through numba).
+
+A 1x1 convolution of one image is ``y (M, P) = w (M, C) @ x (C, P)`` over P pixels. OpenBLAS
+copies both operands into its packed layout before each product; here each tile of ``ROWS``
+output channels by ``VECTORS`` vectors of pixels keeps its sums in registers while it reads,
+for every input channel, the tile's pixels as vectors and each row's weight as one scalar
+broadcast: nothing is copied. Bias, residual and clamp are applied to the sums before they are
+stored, so no pass over the output follows. On one thread (AVX-512), from cache: 107-117 GFLOP/s
+against OpenBLAS's 95-102 on MobileNetV2's shapes; its 34 products one after another, inputs
+fresh in cache and weights not, with bias and clamp: 7.29 ms against 7.53; the whole network
+10.85 ms against 11.55 (median of 20 after 0.25 s of rest).
+
+numba cannot hold vectors in registers across a loop (its arrays live in memory), so the tile
+is written in LLVM IR with ``<LANES x float>`` values and ``llvm.fma``, as a numba intrinsic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from llvmlite import binding, ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: Lanes of a vector, tile rows and vectors a tile row: sums of ROWS * VECTORS vectors in
+#: registers, with a vector of each row's pixels and a weight (32 registers with AVX-512, 16
+#: without).
+LANES, ROWS, VECTORS = (16, 6, 4) if binding.get_host_cpu_features().get("avx512f") else (8, 6, 2)
+#: Pixels a tile spans.
+WIDTH = LANES * VECTORS
+
+_F32, _I32, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+_VEC = ir.VectorType(_F32, LANES)
+
+
+def _splat(builder: ir.IRBuilder, value: ir.Value, vector: ir.VectorType) -> ir.Value:
+    """``value`` in every lane of a ``vector``."""
+    undef = ir.Constant(vector, ir.Undefined)
+    first = builder.insert_element(undef, value, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(
+        first, undef, ir.Constant(ir.VectorType(_I32, vector.count), [0] * vector.count)
+    )
+
+
+class _Tile:
+    """Emits one tile's IR: pointers are byte addresses (int64), steps are in elements."""
+
+    def __init__(self, builder: ir.IRBuilder, tail: ir.Value) -> None:
+        self.builder = builder
+        module = builder.module
+        mask_type = ir.VectorType(ir.IntType(1), LANES)
+        pointer = _VEC.as_pointer()
+        self.fma = cgutils.get_or_insert_function(
+            module, ir.FunctionType(_VEC, [_VEC] * 3), f"llvm.fma.v{LANES}f32"
+        )
+        self.masked_load = cgutils.get_or_insert_function(
+            module,
+            ir.FunctionType(_VEC, [pointer, _I32, mask_type, _VEC]),
+            # (named for a typed pointer, as llvmlite's older LLVMs need; newer ones take it too)
+            f"llvm.masked.load.v{LANES}f32.p0v{LANES}f32",
+        )
+        self.masked_store = cgutils.get_or_insert_function(
+            module,
+            ir.FunctionType(ir.VoidType(), [_VEC, pointer, _I32, mask_type]),
+            f"llvm.masked.store.v{LANES}f32.p0v{LANES}f32",
+        )
+        lanes = ir.Constant(ir.VectorType(_I64, LANES), list(range(LANES)))
+        #: The lanes of the last vector that are pixels (the others are neither read nor written).
+        self.mask = builder.icmp_signed("<", lanes, _splat(builder, tail, ir.VectorType(_I64, LANES)))
+
+    def address(
+        self, base: ir.Value, row: ir.Value, step: ir.Value, vector: int, column: ir.Value | None = None
+    ) -> ir.Value:
+        """The byte address of vector ``vector`` (or element ``column``) of row ``row`` from
+        ``base``, rows ``step`` elements apart."""
+        builder = self.builder
+        offset = builder.add(builder.mul(row, step), column or ir.Constant(_I64, vector * LANES))
+        return builder.add(base, builder.mul(offset, ir.Constant(_I64, 4)))
+
+    def scalar(self, address: ir.Value) -> ir.Value:
+        """The float at ``address`` in every lane."""
+        value = self.builder.load(self.builder.inttoptr(address, _F32.as_pointer()), align=4)
+        return _splat(self.builder, value, _VEC)
+
+    def load(self, address: ir.Value, vector: int) -> ir.Value:
+        """Vector ``vector`` of a tile's row from ``address`` (the last one masked)."""
+        pointer = self.builder.inttoptr(address, _VEC.as_pointer())
+        if vector < VECTORS - 1:
+            return self.builder.load(pointer, align=4)
+        zero = ir.Constant(_VEC, [0.0] * LANES)
+        return self.builder.call(self.masked_load, [pointer, ir.Constant(_I32, 4), self.mask, zero])
+
+    def store(self, value: ir.Value, address: ir.Value, vector: int) -> None:
+        """``value`` as vector ``vector`` of a tile's row at ``address`` (the last one masked)."""
+        pointer = self.builder.inttoptr(address, _VEC.as_pointer())
+        if vector < VECTORS - 1:
+            self.builder.store(value, pointer, align=4)
+        else:
+            self.builder.call(self.masked_store, [value, pointer, ir.Constant(_I32, 4), self.mask])
+
+
+def _tile(residual: bool) -> Callable:
+    """The intrinsic ``tile(w, x, y, extra, bias, depth, pixels, tail, low, high)``: ``y[r, :] =
+    clamp(sum over c < depth of w[r, c] * x[c, :] + bias[r] (+ extra[r, :] where ``residual``),
+    low, high)`` for ROWS rows r and VECTORS vectors of pixels, the last with ``tail`` lanes.
+    ``w``'s rows are ``depth`` elements apart, those of ``x``, ``y`` and ``extra`` ``pixels``;
+    the operands are given by their byte addresses."""
+    signature = types.void(*[types.int64] * 8, types.float32, types.float32)
+
+    def codegen(context, builder, sig, args):
+        w, x, y, extra, bias, depth, pixels, tail, low, high = args
+        tile, vectors = _Tile(builder, tail), VECTORS
+        entry = builder.basic_block
+        loop = builder.append_basic_block("tile.channels")
+        finish = builder.append_basic_block("tile.finish")
+        builder.branch(loop)
+
+        builder.position_at_end(loop)
+        channel = builder.phi(_I64)
+        channel.add_incoming(ir.Constant(_I64, 0), entry)
+        sums = [builder.phi(_VEC) for _ in range(ROWS * vectors)]
+        for total in sums:
+            total.add_incoming(ir.Constant(_VEC, [0.0] * LANES), entry)
+        inputs = [tile.load(tile.address(x, channel, pixels, v), v) for v in range(vectors)]
+        updated = []
+        for row in range(ROWS):
+            weight = tile.scalar(tile.address(w, ir.Constant(_I64, row), depth, 0, channel))
+            updated += [
+                builder.call(tile.fma, [weight, inputs[v], sums[row * vectors + v]]) for v in range(vectors)
+            ]
+        following = builder.add(channel, ir.Constant(_I64, 1))
+        channel.add_incoming(following, loop)
+        for total, value in zip(sums, updated, strict=True):
+            total.add_incoming(value, loop)
+        builder.cbranch(builder.icmp_signed("<", following, depth), loop, finish)
+
+        builder.position_at_end(finish)
+        low_vector, high_vector = _splat(builder, low, _VEC), _splat(builder, high, _VEC)
+        for row in range(ROWS):
+            index = ir.Constant(_I64, row)
+            shift = tile.scalar(tile.address(bias, ir.Constant(_I64, 0), ir.Constant(_I64, 0), 0, index))
+            for v in range(vectors):
+                value = builder.fadd(updated[row * vectors + v], shift)
+                if residual:
+                    value = builder.fadd(value, tile.load(tile.address(extra, index, pixels, v), v))
+                # NaN stays NaN: comparisons with it are false, so neither bound replaces it
+                value = builder.select(builder.fcmp_ordered("<", value, low_vector), low_vector, value)
+                value = builder.select(builder.fcmp_ordered(">", value, high_vector), high_vector, value)
+                tile.store(value, tile.address(y, index, pixels, v), v)
+        return context.get_dummy_value()
+
+    def tile(typingctx, w, x, y, extra, bias, depth, pixels, tail, low, high):
+        return signature, codegen
+
+    return intrinsic(tile)
+
+
+_TILE = _tile(residual=False)
+_TILE_WITH_RESIDUAL = _tile(residual=True)
+
+
+def fits(outputs: int, depth: int, pixels: int) -> bool:
+    """Whether :func:`pointwise` takes products of ``outputs`` rows, ``depth`` deep, over
+    ``pixels`` pixels: a tile's rows, some depth, and pixels enough that at most the last vector
+    of a tile is partly used."""
+    return outputs >= ROWS and depth > 0 and pixels > WIDTH - LANES
+
+
+@numba.njit(nogil=True, cache=True)
+def pointwise(
+    w: np.ndarray,
+    x: np.ndarray,
+    bias: np.ndarray,
+    low: float,
+    high: float,
+    residual: np.ndarray | None,
+    y: np.ndarray,
+) -> None:
+    """``y (M, P) = clamp(w (M, C) @ x (C, P) + bias[m] + residual, low, high)``: float32,
+    C-contiguous, shapes as :func:`fits` takes; ``residual`` is ``y``'s shape or None. The last
+    tile of each axis is moved back to end at the edge (computing some sums twice); pixel rows
+    narrower than a tile take one whose last vector is partly used."""
+    outputs, depth = w.shape
+    pixels = x.shape[1]
+    span = min(pixels, WIDTH)
+    tail = span - (VECTORS - 1) * LANES
+    low, high = np.float32(low), np.float32(high)
+    for first in range(0, pixels, span):
+        column = min(first, pixels - span)
+        for top in range(0, outputs, ROWS):
+            row = min(top, outputs - ROWS)
+            start = 4 * (row * pixels + column)  # of the tile's outputs, in bytes
+            weights, inputs, shifts = (
+                w.ctypes.data + 4 * row * depth,
+                x.ctypes.data + 4 * column,
+                bias.ctypes.data + 4 * row,
+            )
+            if residual is None:
+                _TILE(weights, inputs, y.ctypes.data + start, 0, shifts, depth, pixels, tail, low, high)
+            else:
+                extra = residual.ctypes.data + start
+                _TILE_WITH_RESIDUAL(
+                    weights, inputs, y.ctypes.data + start, extra, shifts, depth, pixels, tail, low, high
+                )
