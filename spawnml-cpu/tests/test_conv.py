@@ -18,7 +18,12 @@ MS = "com.microsoft"
 
 #: (input shape, weight shape, attributes): each exercises one path or edge of the kernel.
 CASES = {
+    # stride 1, one pad a side, planes up to _FLAT_PLANE: the flat loop
     "depthwise-3x3": ((1, 32, 28, 28), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+    "depthwise-3x3-flat-narrow-batch": ((2, 6, 7, 9), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+    "depthwise-3x3-one-column": ((1, 3, 5, 1), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    # stride 1, one pad a side, larger planes: the phases
+    "depthwise-3x3-large-plane": ((1, 4, 40, 33), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
     "depthwise-stride2-asymmetric-multiplier": (
         (2, 8, 17, 20),
         (16, 1, 3, 3),
@@ -206,6 +211,18 @@ def test_fused_conv_matches_onnxruntime(name, activation, params):
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
 
 
+def test_flat_depthwise_keeps_nan_out_of_the_next_rows_ends():
+    """The flat loop's left and right taps at a row's ends read the neighbouring row: a NaN in a
+    plane's first or last column must reach only the outputs whose windows read it."""
+    x_shape, w_shape, attrs = CASES["depthwise-3x3-flat-narrow-batch"]
+    feeds = _feeds(x_shape, w_shape, np.float32)
+    feeds["x"][1, 2, 3, 8] = feeds["x"][1, 4, 2, 0] = np.nan
+    feeds["x"][0, 1, 4, 8] = np.inf
+    ours, reference = _run_both(_model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT), feeds)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(reference))
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
+
+
 def test_conv_keeps_nan_where_the_reference_has_it():
     """A NaN input spreads to exactly the outputs whose windows read it, as in onnxruntime."""
     for case in ("depthwise-3x3", "dense-3x3-tiled", "dense-3x3-by-tap", "pointwise-tiles-overlapping"):
@@ -255,6 +272,7 @@ SPLIT_CASES = {
     "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
     "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
     "depthwise-3x3": ((1, 32, 200, 200), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, True),
+    "depthwise-3x3-flat": ((4, 512, 30, 30), (512, 1, 3, 3), {"group": 512, "pads": [1, 1, 1, 1]}, True),
     "depthwise-5x5-batch": ((2, 48, 64, 64), (48, 1, 5, 5), {"group": 48, "pads": [2, 2, 2, 2]}, True),
     "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, False),
     "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, False),

@@ -1,13 +1,14 @@
 """Convolutions.
 
 2-D float convolutions (and 1-D ones, as 2-D over a height of one) run on the compiled loops
-of :mod:`.loops`: depthwise ones directly (3x3 ones on a loop of their own), 1x1 ones as one
-GEMM per group on the input itself (float32 ones of one group on the register-tiled loop of
-:mod:`.tiles` where BLAS would run them on one thread), stride-1 ones of few outputs (up to
-``_BY_TAP_OUTPUTS``) as one GEMM of every kernel tap's weights by the input and a sum of its
-products at each window's places, the others as im2col + GEMM over tiles of output rows whose
-patches stay in cache. 1-D ones whose patches fit in 1 MiB (audio frames, a recurrent model's
-encoder) copy them with one strided numpy copy instead, as their cost is all in the calls.
+of :mod:`.loops`: depthwise ones directly (3x3 ones on loops of their own, a flat one for small
+planes at stride 1), 1x1 ones as one GEMM per group on the input itself (float32 ones of one
+group on the register-tiled loop of :mod:`.tiles` where BLAS would run them on one thread),
+stride-1 ones of few outputs (up to ``_BY_TAP_OUTPUTS``) as one GEMM of every kernel tap's
+weights by the input and a sum of its products at each window's places, the others as im2col +
+GEMM over tiles of output rows whose patches stay in cache. 1-D ones whose patches fit in 1 MiB
+(audio frames, a recurrent model's encoder) copy them with one strided numpy copy instead, as
+their cost is all in the calls.
 1x1 ones and those by kernel tap are matrix products and use BLAS's threads as MatMul's do (from
 ``BLAS_THREADS_WORK`` multiply-adds an image on); im2col's GEMMs run on one BLAS thread, and large
 ones are cut over the backend's threads instead (spans of output rows, of channels when
@@ -53,6 +54,11 @@ _ROWS_TILE = 1 << 19
 #: tap against im2col: 16 outputs 2.19 | 10.46 against 3.31 | 14.24 ms, 24 3.58 | 15.03 against
 #: 4.21 | 17.78, 32 4.84 | 20.25 against 5.37 | 22.02, 48 6.95 | 30.48 against 6.98 | 28.75.
 _BY_TAP_OUTPUTS = 32
+#: The largest planes of 3x3 depthwise convolutions at stride 1 with one pad on every side that
+#: take the flat loop (:func:`.loops.depthwise_conv3x3_same`); larger ones take the phases, which
+#: hold a few planes in L1 at a time. One thread, from cache, flat against phases: 960 channels
+#: at 7x7 72 | 122 us, 576 at 14x14 117 | 185, 192 at 28x28 140 | 166, 144 at 56x56 474 | 414.
+_FLAT_PLANE = 1024
 #: Elements of the products by tap computed at a time (4 MiB of float32).
 _BY_TAP_TILE = 1 << 20
 #: Element types the compiled loops take.
@@ -272,7 +278,13 @@ def _depthwise_2d(
     spans of channels taken by ``threads`` threads (see :data:`MIN_SPLIT_DEPTHWISE`)."""
     loops = _loops()
 
+    same = windows.kernel == (3, 3) and windows.strides == windows.dilations == windows.begins == (1, 1)
+    flat = same and windows.out == x.shape[2:] and x.shape[1] == y.shape[1] and y[0, 0].size <= _FLAT_PLANE
+
     def run(channels: slice) -> None:
+        if flat:
+            loops.depthwise_conv3x3_same(x, weights, shift, (channels.start, channels.stop), low, high, y)
+            return
         operands = x[:, channels], weights[channels], shift[channels]
         if windows.kernel == (3, 3) and windows.dilations == (1, 1):
             loops.depthwise_conv3x3(*operands, windows.strides, windows.begins, low, high, y[:, channels])

@@ -10,7 +10,9 @@ The convolution loops first copy each input plane, zero-padded, into a scratch b
 by phase: ``phases[a, b, y, x] = padded[y * stride_h + a, x * stride_w + b]``, each phase
 plane flattened with a row pitch of ``x``'s extent. Every kernel tap of every output pixel
 then reads ``phases[a, b].flat[(oy + r) * pitch + ox + s]`` for fixed ``a, b, r, s``: a kernel
-tap over the whole output is one contiguous run, and the loops vectorize.
+tap over the whole output is one contiguous run, and the loops vectorize. (Small 3x3 depthwise
+ones at stride 1 read a zero-margined copy of each plane instead, see
+:func:`depthwise_conv3x3_same`.)
 """
 
 from __future__ import annotations
@@ -224,6 +226,55 @@ def depthwise_conv3x3(
                     for oy in range(rows):
                         for ox in range(columns):
                             out[n, m, oy, ox] = sums[oy, ox]
+
+
+@numba.njit(**_JIT)
+def depthwise_conv3x3_same(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray,
+    channels: tuple[int, int],
+    low: float,
+    high: float,
+    out: np.ndarray,
+) -> None:
+    """:func:`depthwise_conv3x3` at stride 1 with one pad on every side (outputs the size of the
+    inputs), for the channels ``range(*channels)`` of C-contiguous ``x``, ``w (C, 3, 3)`` and
+    ``out``. Each plane is summed as one flat run of ``height * width`` outputs, written straight
+    to ``out`` (no pitch to crop: a 7x7 plane takes four vectors, not seven rows of seven). The
+    taps read copies of the plane with a zero row and one more zero on either side, so that a
+    tap above or below the plane reads zeros. A left tap of a row's first output reads the row
+    above's last input: the left taps read a copy whose last column is zero (no left tap reads
+    that column otherwise), the right taps one whose first column is. 960 channels at 7x7: 26
+    against 62 us, 384 at 14x14: 29 against 63 (one thread, from cache)."""
+    batch, height, width = x.shape[0], x.shape[2], x.shape[3]
+    plane = height * width
+    start = width + 1  # of the plane in each copy
+    middle, lefts, rights = np.zeros((3, plane + 2 * start), dtype=x.dtype)
+    planes = x.reshape(batch, x.shape[1], plane)
+    sums = out.reshape(batch, out.shape[1], plane)
+    # where each tap's run starts in its copy (max(): see _split_phases)
+    t0, t1, t2 = max(start - width - 1, 0), max(start - width, 0), max(start - width + 1, 0)
+    t3, t4, t5 = max(start - 1, 0), max(start, 0), max(start + 1, 0)
+    t6, t7, t8 = max(start + width - 1, 0), max(start + width, 0), max(start + width + 1, 0)
+    for n in range(batch):
+        for c in range(channels[0], channels[1]):
+            for k in range(plane):
+                middle[t4 + k] = planes[n, c, k]
+            for k in range(plane):
+                lefts[t4 + k] = rights[t4 + k] = middle[t4 + k]
+            for row in range(height):
+                lefts[t4 + row * width + width - 1] = 0
+                rights[t4 + row * width] = 0
+            w0, w1, w2 = w[c, 0, 0], w[c, 0, 1], w[c, 0, 2]
+            w3, w4, w5 = w[c, 1, 0], w[c, 1, 1], w[c, 1, 2]
+            w6, w7, w8 = w[c, 2, 0], w[c, 2, 1], w[c, 2, 2]
+            shift = bias[c]
+            for k in range(plane):
+                total = shift + w0 * lefts[t0 + k] + w1 * middle[t1 + k] + w2 * rights[t2 + k]
+                total += w3 * lefts[t3 + k] + w4 * middle[t4 + k] + w5 * rights[t5 + k]
+                total += w6 * lefts[t6 + k] + w7 * middle[t7 + k] + w8 * rights[t8 + k]
+                sums[n, c, k] = _clamp(total, low, high)
 
 
 @numba.njit(**_JIT)
