@@ -56,8 +56,9 @@ _ROWS_TILE = 1 << 19
 _BY_TAP_OUTPUTS = 32
 #: The largest planes of 3x3 depthwise convolutions at stride 1 with one pad on every side that
 #: take the flat loop (:func:`.loops.depthwise_conv3x3_same`); larger ones take the phases, which
-#: hold a few planes in L1 at a time. One thread, from cache, flat against phases: 960 channels
-#: at 7x7 72 | 122 us, 576 at 14x14 117 | 185, 192 at 28x28 140 | 166, 144 at 56x56 474 | 414.
+#: hold a few planes in L1 at a time. One thread, from cache, fastest of 200, flat against
+#: phases: 960 channels at 7x7 36 | 61 us, 576 at 14x14 60 | 94, 192 at 28x28 72 | 82, 144 at
+#: 56x56 234 | 203.
 _FLAT_PLANE = 1024
 #: Elements of the products by tap computed at a time (4 MiB of float32).
 _BY_TAP_TILE = 1 << 20

@@ -245,8 +245,8 @@ def depthwise_conv3x3_same(
     taps read copies of the plane with a zero row and one more zero on either side, so that a
     tap above or below the plane reads zeros. A left tap of a row's first output reads the row
     above's last input: the left taps read a copy whose last column is zero (no left tap reads
-    that column otherwise), the right taps one whose first column is. 960 channels at 7x7: 26
-    against 62 us, 384 at 14x14: 29 against 63 (one thread, from cache)."""
+    that column otherwise), the right taps one whose first column is. 960 channels at 7x7: 36
+    against 61 us, 384 at 14x14: 39 against 61 (one thread, from cache)."""
     batch, height, width = x.shape[0], x.shape[2], x.shape[3]
     plane = height * width
     start = width + 1  # of the plane in each copy
