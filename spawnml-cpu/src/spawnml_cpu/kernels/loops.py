@@ -168,6 +168,22 @@ def depthwise_conv2d(
                         target[ox] = _clamp(sums[ox], low, high)
 
 
+@numba.njit(inline="always")
+def _taps3x3(w: np.ndarray, m: int) -> tuple[float, ...]:
+    """The nine weights of ``w[m]`` (3x3), row by row, to hold in registers."""
+    return (
+        w[m, 0, 0],
+        w[m, 0, 1],
+        w[m, 0, 2],
+        w[m, 1, 0],
+        w[m, 1, 1],
+        w[m, 1, 2],
+        w[m, 2, 0],
+        w[m, 2, 1],
+        w[m, 2, 2],
+    )
+
+
 @numba.njit(**_JIT)
 def depthwise_conv3x3(
     x: np.ndarray,
@@ -214,9 +230,7 @@ def depthwise_conv3x3(
             for c in range(count):
                 plane = planes[c]
                 for m in range((first + c) * multiplier, (first + c + 1) * multiplier):
-                    w0, w1, w2 = w[m, 0, 0], w[m, 0, 1], w[m, 0, 2]
-                    w3, w4, w5 = w[m, 1, 0], w[m, 1, 1], w[m, 1, 2]
-                    w6, w7, w8 = w[m, 2, 0], w[m, 2, 1], w[m, 2, 2]
+                    w0, w1, w2, w3, w4, w5, w6, w7, w8 = _taps3x3(w, m)
                     shift = bias[m]
                     for k in range(run):
                         total = shift + w0 * plane[k + t0] + w1 * plane[k + t1] + w2 * plane[k + t2]
@@ -266,9 +280,7 @@ def depthwise_conv3x3_same(
             for row in range(height):
                 lefts[t4 + row * width + width - 1] = 0
                 rights[t4 + row * width] = 0
-            w0, w1, w2 = w[c, 0, 0], w[c, 0, 1], w[c, 0, 2]
-            w3, w4, w5 = w[c, 1, 0], w[c, 1, 1], w[c, 1, 2]
-            w6, w7, w8 = w[c, 2, 0], w[c, 2, 1], w[c, 2, 2]
+            w0, w1, w2, w3, w4, w5, w6, w7, w8 = _taps3x3(w, c)
             shift = bias[c]
             for k in range(plane):
                 total = shift + w0 * lefts[t0 + k] + w1 * middle[t1 + k] + w2 * rights[t2 + k]
