@@ -119,7 +119,6 @@ def _loops() -> ModuleType:
 
 
 @functools.cache
-@functools.cache
 def _tiles() -> ModuleType:
     """The register-tiled products, imported on first use (they import numba and llvmlite)."""
     from . import tiles
@@ -127,6 +126,7 @@ def _tiles() -> ModuleType:
     return tiles
 
 
+@functools.cache
 def _unbounded(dtype: np.dtype) -> tuple[np.floating, np.floating]:
     """The clamp of no bounds, in ``dtype``."""
     return dtype.type(-np.inf), dtype.type(np.inf)

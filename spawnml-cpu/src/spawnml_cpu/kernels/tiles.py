@@ -77,7 +77,8 @@ class _Tile:
         """The byte address of vector ``vector`` (or element ``column``) of row ``row`` from
         ``base``, rows ``step`` elements apart."""
         builder = self.builder
-        offset = builder.add(builder.mul(row, step), column or ir.Constant(_I64, vector * LANES))
+        within = ir.Constant(_I64, vector * LANES) if column is None else column
+        offset = builder.add(builder.mul(row, step), within)
         return builder.add(base, builder.mul(offset, ir.Constant(_I64, 4)))
 
     def scalar(self, address: ir.Value) -> ir.Value:
