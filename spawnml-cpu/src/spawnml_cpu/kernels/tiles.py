@@ -5,8 +5,8 @@ copies both operands into its packed layout before each product; here each tile 
 output channels by ``VECTORS`` vectors of pixels keeps its sums in registers while it reads,
 for every input channel, the tile's pixels as vectors and each row's weight as one scalar
 broadcast: nothing is copied. Bias, residual and clamp are applied to the sums before they are
-stored, so no pass over the output follows. On one thread (AVX-512), from cache: 107-117 GFLOP/s
-against OpenBLAS's 95-102 on MobileNetV2's shapes; its 34 products one after another, inputs
+stored, so no pass over the output follows. On one thread (AVX-512), from cache: 105-116 GFLOP/s
+against OpenBLAS's 94-103 on MobileNetV2's shapes; its 34 products one after another, inputs
 fresh in cache and weights not, with bias and clamp: 7.29 ms against 7.53; the whole network
 10.85 ms against 11.55 (median of 20 after 0.25 s of rest).
 
