@@ -71,15 +71,15 @@ class _Tile:
         #: The lanes of the last vector that are pixels (the others are neither read nor written).
         self.mask = builder.icmp_signed("<", lanes, _splat(builder, tail, ir.VectorType(_I64, LANES)))
 
-    def address(
-        self, base: ir.Value, row: ir.Value, step: ir.Value, vector: int, column: ir.Value | None = None
-    ) -> ir.Value:
-        """The byte address of vector ``vector`` (or element ``column``) of row ``row`` from
-        ``base``, rows ``step`` elements apart."""
-        builder = self.builder
-        within = ir.Constant(_I64, vector * LANES) if column is None else column
-        offset = builder.add(builder.mul(row, step), within)
-        return builder.add(base, builder.mul(offset, ir.Constant(_I64, 4)))
+    def at(self, base: ir.Value, elements: ir.Value) -> ir.Value:
+        """The byte address ``elements`` float32 elements past ``base``."""
+        return self.builder.add(base, self.builder.mul(elements, ir.Constant(_I64, 4)))
+
+    def vector_at(self, base: ir.Value, row: ir.Value, step: ir.Value, vector: int) -> ir.Value:
+        """The byte address of vector ``vector`` of row ``row`` from ``base``, rows ``step``
+        elements apart."""
+        within = ir.Constant(_I64, vector * LANES)
+        return self.at(base, self.builder.add(self.builder.mul(row, step), within))
 
     def scalar(self, address: ir.Value) -> ir.Value:
         """The float at ``address`` in every lane."""
@@ -113,7 +113,7 @@ def _tile(residual: bool) -> Callable:
 
     def codegen(context, builder, sig, args):
         w, x, y, extra, bias, depth, pixels, tail, low, high = args
-        tile, vectors = _Tile(builder, tail), VECTORS
+        tile = _Tile(builder, tail)
         entry = builder.basic_block
         loop = builder.append_basic_block("tile.channels")
         finish = builder.append_basic_block("tile.finish")
@@ -122,15 +122,15 @@ def _tile(residual: bool) -> Callable:
         builder.position_at_end(loop)
         channel = builder.phi(_I64)
         channel.add_incoming(ir.Constant(_I64, 0), entry)
-        sums = [builder.phi(_VEC) for _ in range(ROWS * vectors)]
+        sums = [builder.phi(_VEC) for _ in range(ROWS * VECTORS)]
         for total in sums:
             total.add_incoming(ir.Constant(_VEC, [0.0] * LANES), entry)
-        inputs = [tile.load(tile.address(x, channel, pixels, v), v) for v in range(vectors)]
+        inputs = [tile.load(tile.vector_at(x, channel, pixels, v), v) for v in range(VECTORS)]
         updated = []
         for row in range(ROWS):
-            weight = tile.scalar(tile.address(w, ir.Constant(_I64, row), depth, 0, channel))
+            weight = tile.scalar(tile.at(w, builder.add(builder.mul(ir.Constant(_I64, row), depth), channel)))
             updated += [
-                builder.call(tile.fma, [weight, inputs[v], sums[row * vectors + v]]) for v in range(vectors)
+                builder.call(tile.fma, [weight, inputs[v], sums[row * VECTORS + v]]) for v in range(VECTORS)
             ]
         following = builder.add(channel, ir.Constant(_I64, 1))
         channel.add_incoming(following, loop)
@@ -142,15 +142,15 @@ def _tile(residual: bool) -> Callable:
         low_vector, high_vector = _splat(builder, low, _VEC), _splat(builder, high, _VEC)
         for row in range(ROWS):
             index = ir.Constant(_I64, row)
-            shift = tile.scalar(tile.address(bias, ir.Constant(_I64, 0), ir.Constant(_I64, 0), 0, index))
-            for v in range(vectors):
-                value = builder.fadd(updated[row * vectors + v], shift)
+            shift = tile.scalar(tile.at(bias, index))
+            for v in range(VECTORS):
+                value = builder.fadd(updated[row * VECTORS + v], shift)
                 if residual:
-                    value = builder.fadd(value, tile.load(tile.address(extra, index, pixels, v), v))
+                    value = builder.fadd(value, tile.load(tile.vector_at(extra, index, pixels, v), v))
                 # NaN stays NaN: comparisons with it are false, so neither bound replaces it
                 value = builder.select(builder.fcmp_ordered("<", value, low_vector), low_vector, value)
                 value = builder.select(builder.fcmp_ordered(">", value, high_vector), high_vector, value)
-                tile.store(value, tile.address(y, index, pixels, v), v)
+                tile.store(value, tile.vector_at(y, index, pixels, v), v)
         return context.get_dummy_value()
 
     def tile(typingctx, w, x, y, extra, bias, depth, pixels, tail, low, high):
@@ -189,20 +189,17 @@ def pointwise(
     span = min(pixels, WIDTH)
     tail = span - (VECTORS - 1) * LANES
     low, high = np.float32(low), np.float32(high)
+    w_at, x_at, y_at, bias_at = w.ctypes.data, x.ctypes.data, y.ctypes.data, bias.ctypes.data
+    extra_at = 0 if residual is None else residual.ctypes.data
     for first in range(0, pixels, span):
         column = min(first, pixels - span)
         for top in range(0, outputs, ROWS):
             row = min(top, outputs - ROWS)
             start = 4 * (row * pixels + column)  # of the tile's outputs, in bytes
-            weights, inputs, shifts = (
-                w.ctypes.data + 4 * row * depth,
-                x.ctypes.data + 4 * column,
-                bias.ctypes.data + 4 * row,
-            )
+            weights, inputs, shifts = w_at + 4 * row * depth, x_at + 4 * column, bias_at + 4 * row
             if residual is None:
-                _TILE(weights, inputs, y.ctypes.data + start, 0, shifts, depth, pixels, tail, low, high)
+                _TILE(weights, inputs, y_at + start, 0, shifts, depth, pixels, tail, low, high)
             else:
-                extra = residual.ctypes.data + start
                 _TILE_WITH_RESIDUAL(
-                    weights, inputs, y.ctypes.data + start, extra, shifts, depth, pixels, tail, low, high
+                    weights, inputs, y_at + start, extra_at + start, shifts, depth, pixels, tail, low, high
                 )
