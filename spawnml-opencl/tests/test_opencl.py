@@ -90,3 +90,40 @@ def test_tensor_above_the_device_allocation_limit_is_refused(gpu):
         spawnml.errors.DeviceMemoryError, match=r"past the [0-9,]+ bytes one opencl buffer may hold"
     ):
         gpu.empty((elements,), np.dtype(np.float32))
+
+
+def test_a_kernel_past_the_device_workgroup_limit_fails_with_its_reason(gpu, monkeypatch):
+    """The reason compile gives reaches the user, inside the ExecutionError that names the node."""
+    from onnx import TensorProto, helper
+
+    info = runtime.cl.kernel_work_group_info
+
+    class Kernel:
+        def get_work_group_info(self, param, device):
+            return (1024, 1, 1) if param == info.COMPILE_WORK_GROUP_SIZE else 256
+
+    class Program:  # as pyopencl's, but every kernel asks for more than the device allows
+        def __init__(self, context, source):
+            pass
+
+        def build(self, devices):
+            return type("Built", (), {"__getattr__": lambda self, name: Kernel()})()
+
+    monkeypatch.setattr(runtime.cl, "Program", Program)
+    with pytest.raises(RuntimeError, match=r"kernel k needs workgroups of \[1024, 1, 1\], above the 256 "):
+        gpu.runtime.compile("source", "k")
+
+    monkeypatch.setattr(gpu.runtime, "_programs", {})  # compile again, not from the caches
+    monkeypatch.setattr(gpu.device(), "programs", {})
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"], name="negate")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    session = spawnml.InferenceSession(model, providers=["opencl"])
+    failed = r"'negate' \(Neg\) failed on provider 'opencl'"
+    with pytest.raises(spawnml.errors.ExecutionError, match=failed) as e:
+        session.run(None, {"x": np.ones(4, np.float32)})
+    assert "needs workgroups of [1024, 1, 1], above the 256" in str(e.value)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyopencl as cl
-from spawnml.errors import DeviceMemoryError, ExecutionError
+from spawnml.errors import DeviceMemoryError
 from spawnml.gpu import Runtime
 
 #: Workgroups per grid dimension: keeps every thread index within the u32 the kernels compute in.
@@ -51,7 +51,8 @@ def pick(choice: str | None) -> tuple[cl.Device | None, str]:
 
 def describe(device: cl.Device) -> str:
     """Platform, device and device type, e.g. ``Portable Computing Language: pthread-... (CPU)``."""
-    kind = cl.device_type.to_string(device.type).replace("ALL | ", "")
+    # pyopencl's stub declares ``to_string`` as a member of the enum, not the classmethod it is.
+    kind = cl.device_type.to_string(device.type).replace("ALL | ", "")  # type: ignore[operator]
     return f"{device.platform.name.strip()}: {device.name.strip()} ({kind})"
 
 
@@ -102,13 +103,17 @@ class OpenCLRuntime(Runtime):
 
     def compile(self, source: str, name: str) -> Program:
         """The kernel, its workgroup shape (the renderer's ``reqd_work_group_size``, checked against
-        the device's limit for that kernel) and its launch lock."""
+        the device's limit for that kernel) and its launch lock.
+
+        A kernel the device cannot run raises a plain error, as the contract of
+        :meth:`Runtime.compile` asks: the planner wraps it in an
+        :class:`~spawnml.errors.ExecutionError` naming the node, operator and provider."""
         kernel = getattr(cl.Program(self.context, source).build(devices=[self.device]), name)
         info = cl.kernel_work_group_info
         x, y, z = kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, self.device)
         limit = kernel.get_work_group_info(info.WORK_GROUP_SIZE, self.device)
         if x * y * z > limit:
-            raise ExecutionError(
+            raise RuntimeError(
                 f"kernel {name} needs workgroups of {[x, y, z]}, above the {limit} {self.describe()} allows"
             )
         return kernel, (x, y, z), threading.Lock()
