@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from importlib.resources import files
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from spawnml.backend import Availability
@@ -13,6 +13,9 @@ from spawnml.gpu import GPUBackend, Runtime
 from spawnml.gpu.array import DeviceArray, Storage, physical
 from spawnml.kernel.ir import Kernel
 from spawnml.kernel.render import CUDARenderer
+
+if TYPE_CHECKING:  # the runtime imports cupy, which only a device needs
+    from .runtime import CUDARuntime
 
 
 class BlockRecordingRenderer(CUDARenderer):
@@ -71,7 +74,7 @@ class CUDABackend(GPUBackend):
         kind, device_id = obj.__dlpack_device__()
         if kind == DLPACK_CPU:
             return self.from_numpy(np.from_dlpack(obj))
-        runtime = self.runtime
+        runtime = cast("CUDARuntime", self.runtime)  # this backend's runtimes are all CUDA ones
         if kind != DLPACK_CUDA or device_id != runtime.device.id:
             raise InvalidArgumentError(
                 f"cuda: DLPack device type {kind} number {device_id} is not {runtime.describe()}"
@@ -94,7 +97,7 @@ class CUDABackend(GPUBackend):
         pooled again, so the memory stays the export's for as long as the consumer holds it."""
         import cupy
 
-        runtime = buffer.storage.runtime
+        runtime = cast("CUDARuntime", buffer.storage.runtime)  # a buffer of this backend
         runtime.check_alive()
         runtime.stream.synchronize()
         buffer.storage.reuse = False
