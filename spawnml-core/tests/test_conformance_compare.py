@@ -90,3 +90,20 @@ def test_output_count_and_runs():
 
 def test_numpy_scalars_compare_as_zero_dim_arrays():
     assert compare_outputs([F32(2.0)], [arr(2.0)], RTOL, ATOL) is None
+
+
+@pytest.mark.parametrize(
+    ("want", "got"),
+    [
+        # 2**40 and 2**40 + 1: within any relative tolerance, as onnx's runner would accept.
+        pytest.param(arr([2**40], np.int64), arr([2**40 + 1], np.int64), id="int64-low-bit"),
+        # A BitCast wrong in its low 19 bits: 2.5e-4 apart relatively, inside rtol 1e-3.
+        pytest.param(arr([0x7F000000], np.uint32), arr([0x7F07FFFF], np.uint32), id="uint32-low-bits"),
+        pytest.param(arr([120], np.int8), arr([121], np.int8), id="int8"),
+        pytest.param(arr([-3], ml_dtypes.int4), arr([-2], ml_dtypes.int4), id="int4"),
+        pytest.param(arr([True, False]), arr([True, True]), id="bool"),
+    ],
+)
+def test_integers_and_booleans_compare_exactly(want, got):
+    assert compare_outputs([want], [got], RTOL, ATOL) is not None
+    assert compare_outputs([want], [want.copy()], RTOL, ATOL) is None

@@ -4,8 +4,10 @@ As ``onnx.backend.test.runner.Runner.assert_similar_outputs`` does: the same num
 outputs; sequences element by element; for tensors the same shape, then strings
 (object arrays) exactly, every other dtype the same dtype and ``assert_allclose`` within
 the case's ``rtol`` / ``atol`` (NaN matches NaN), bfloat16 through float32 with ``rtol``
-at least two bfloat16 ulps. Stricter than onnx in two places that onnx leaves to chance:
-a sequence must have the expected length, and an absent optional output must be absent.
+at least two bfloat16 ulps. Stricter than onnx in three places that onnx leaves to chance:
+a sequence must have the expected length, an absent optional output must be absent, and
+integers and booleans must be equal (a relative tolerance would accept a BitCast or a
+bit shift wrong in its low bits, and no correct integer result is approximate).
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from .case import Runs
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 #: onnx's runner allows bfloat16 results two ulps (2**-7 each) of relative error.
 BFLOAT16_RTOL = 2.0**-6
+#: ml_dtypes' sub-byte integers, which numpy sees as opaque ("V") dtypes.
+SMALL_INTEGERS = frozenset(
+    np.dtype(getattr(ml_dtypes, name))
+    for name in ("int2", "uint2", "int4", "uint4")
+    if hasattr(ml_dtypes, name)
+)
 
 
 def compare_runs(expected: Runs, got: Runs, rtol: float, atol: float) -> str | None:
@@ -78,10 +86,18 @@ def _assert_tensor(want: np.ndarray, have: Any, rtol: float, atol: float, where:
         return
     if have.dtype != want.dtype:
         raise AssertionError(f"{where} has dtype {have.dtype}, expected {want.dtype}")
+    if is_exact(want.dtype):
+        np.testing.assert_array_equal(have, want, err_msg=where)
+        return
     if want.dtype == BFLOAT16:
         rtol = max(rtol, BFLOAT16_RTOL)
         have, want = have.astype(np.float32), want.astype(np.float32)
     np.testing.assert_allclose(have, want, rtol=rtol, atol=atol, err_msg=where)
+
+
+def is_exact(dtype: np.dtype) -> bool:
+    """Whether values of ``dtype`` must match exactly: integers and booleans."""
+    return dtype.kind in "biu" or dtype in SMALL_INTEGERS
 
 
 def _kind(value: Any) -> str:
