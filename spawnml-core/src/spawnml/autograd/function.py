@@ -54,6 +54,32 @@ class AccumulateGrad(GraphNode):
 class BackwardNode(GraphNode):
     """The record of one ``Function.apply``: the ``ctx`` of its forward and backward."""
 
+    # What a forward keeps for its backward besides tensors, as attributes of ``ctx`` (as in
+    # torch); each Function sets the few it needs. Declared here so each name has one type.
+    dim: int
+    dims: Sequence[int]
+    shape: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    size: int
+    sizes: list[int | None]
+    pads: Sequence[int]
+    before: int
+    after: int
+    reverse: bool
+    nan_equal: bool
+    p: float
+    alpha: float
+    beta: float
+    scale: float
+    inner: float
+    slope: float
+    threshold: float
+    low: float
+    high: float
+    approximate: str
+    geometry: Any  # a convolution's or pooling's geometry (spawnml.autograd.functions.conv)
+    source: Any  # where To's input came from: its device name or its dtype
+
     def __init__(self, function: type[Function], inputs: Sequence[Any]) -> None:
         self.function = function
         self.needs_input_grad = tuple(isinstance(x, Tensor) and x.requires_grad for x in inputs)
@@ -69,7 +95,9 @@ class BackwardNode(GraphNode):
         self._saved = tuple((t, t._version if t is not None else 0) for t in tensors)
 
     @property
-    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+    def saved_tensors(self) -> tuple[Tensor, ...]:
+        """What ``save_for_backward`` kept. Typed as torch types it, for the usual case of saved
+        tensors only: a slot saved as None reads back None, and the Function knows which."""
         if self._saved is None:
             raise AutogradError(
                 "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -83,7 +111,7 @@ class BackwardNode(GraphNode):
                     f"inplace operation: saved tensor {index} of {self.name()} is at version "
                     f"{tensor._version}; expected version {version} instead"
                 )
-        return tuple(tensor for tensor, _ in self._saved)
+        return tuple(tensor for tensor, _ in self._saved)  # type: ignore[misc]
 
     def apply(self, grads: Sequence[Tensor | None]) -> Sequence[Tensor | None]:
         result = self.function.backward(self, *grads)
@@ -101,8 +129,8 @@ class BackwardNode(GraphNode):
     def keep_grads(self, grads: Sequence[Tensor | None]) -> None:
         for slot, keepers in self.retained.items():
             for tensor in keepers:
-                if grads[slot] is not None:
-                    grad = grads[slot].detach()
+                if (grad := grads[slot]) is not None:
+                    grad = grad.detach()
                     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
 
 
@@ -127,7 +155,7 @@ class Function:
         raise NotImplementedError
 
     @staticmethod
-    def backward(ctx: BackwardNode, *grad_outputs: Tensor | None) -> Any:
+    def backward(ctx: BackwardNode, *grad_outputs: Any) -> Any:
         raise NotImplementedError
 
     @classmethod

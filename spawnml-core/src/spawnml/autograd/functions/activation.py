@@ -65,7 +65,11 @@ class ExponentialUnit(Function):
     def forward(ctx: BackwardNode, x: Tensor, alpha: float, scale: float, inner: float, op: str) -> Tensor:
         ctx.save_for_backward(x)
         ctx.alpha, ctx.scale, ctx.inner = alpha, scale, inner
-        attrs = {"Elu": {"alpha": alpha}, "Selu": {"alpha": alpha, "gamma": scale}, "Celu": {"alpha": alpha}}
+        attrs: dict[str, dict[str, Any]] = {
+            "Elu": {"alpha": alpha},
+            "Selu": {"alpha": alpha, "gamma": scale},
+            "Celu": {"alpha": alpha},
+        }
         return run(op, [x], **attrs[op])
 
     @staticmethod

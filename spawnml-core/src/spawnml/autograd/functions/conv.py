@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
@@ -33,7 +34,7 @@ class Geometry:
     dilation: tuple[int, ...]
     groups: int
 
-    def attrs(self) -> dict[str, object]:
+    def attrs(self) -> dict[str, Any]:
         return {
             "strides": list(self.stride),
             "pads": list(self.pads),

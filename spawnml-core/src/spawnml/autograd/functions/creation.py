@@ -151,7 +151,7 @@ def randint(
 ) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` draws from [0, high))."""
     if isinstance(high, Sequence):  # randint(high, size)
-        low, high, size = 0, low, high
+        size, high, low = high, low, 0
     elif high is None:
         low, high = 0, low
     return _place(

@@ -203,7 +203,10 @@ def _inside(x: Tensor, low: Tensor | None, high: Tensor | None) -> Tensor:
     """Where ``low <= x <= high`` (bounds included; NaN is outside)."""
     if low is not None and high is not None:
         return logical_and(x >= low, x <= high)
-    return x >= low if low is not None else x <= high
+    if low is not None:
+        return x >= low
+    assert high is not None, "clamp takes at least one bound"
+    return x <= high
 
 
 class Clamp(Function):

@@ -320,7 +320,8 @@ def _sliced(input: Tensor, key: Any) -> Tensor | None:
     consumed = sum(p is not None and p is not Ellipsis for p in parts)
     if not basic or sum(p is Ellipsis for p in parts) > 1 or consumed > input.ndim:
         return None
-    out, dim, shape = input, 0, []
+    out, dim = input, 0
+    shape: list[int] = []
     for part in parts:
         if part is Ellipsis:
             shape.extend(input.shape[dim : dim + input.ndim - consumed])

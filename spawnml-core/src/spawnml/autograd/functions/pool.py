@@ -160,7 +160,7 @@ def _divisors(
     count_include_pad: bool,
 ) -> np.ndarray:
     """torch's divisor of every window: its size within the padded input, or within the input."""
-    total = np.ones((), np.int64)
+    total: np.ndarray = np.ones((), np.int64)
     for d, (n, o, k) in enumerate(zip(sizes, outputs, kernel, strict=True)):
         pad = geometry.pads[d]
         starts = np.arange(o) * geometry.stride[d] - pad
