@@ -9,7 +9,7 @@ from spawnml import Limits, ModelLoadError
 from spawnml.ir import Dim, Value
 
 #: ``ArrayFeatureType.ArrayDataType`` -> dtype.
-ARRAY_DTYPES = {
+ARRAY_DTYPES: dict[int, np.dtype[Any]] = {
     65568: np.dtype(np.float32),
     65600: np.dtype(np.float64),
     131104: np.dtype(np.int32),
@@ -33,7 +33,7 @@ def feature_value(feature: Any, limits: Limits, described: str) -> Value:
 
 def _shape(array: Any, limits: Limits, where: str) -> tuple[Dim, ...] | None:
     """The declared shape, with flexible dimensions (ranges, enumerated shapes) unknown."""
-    shape: list[Dim] = list(array.shape)
+    shape: list[int | None] = list(array.shape)
     flexibility = array.WhichOneof("ShapeFlexibility")
     if flexibility == "shapeRange":
         ranges = array.shapeRange.sizeRanges

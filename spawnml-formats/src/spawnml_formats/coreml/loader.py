@@ -32,7 +32,8 @@ class CoreMLLoader(FormatLoader):
         return looks_like_package(folder)
 
     def load(self, source: ModelSource, limits: Limits) -> Graph:
-        if source.is_folder:
+        model_folder: Path | None
+        if source.is_folder and source.path is not None:  # a folder always has its path
             package = open_package(source.path, limits)
             data, model_folder, described = package.model, package.model_folder, package.described
         else:

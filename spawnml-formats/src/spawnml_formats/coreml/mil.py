@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 from spawnml import Limits, ModelLoadError
 from spawnml.dtypes import STRING
-from spawnml.ir import Dim, Graph, Value
+from spawnml.ir import Graph, Value
 
 from .blobs import BlobFiles
 from .builder import GraphBuilder, NotExpressible, window
-from .milvalues import tensor_type, value_array
+from .milvalues import Shape, tensor_type, value_array
 
 DOMAIN = "coreml.mil"
 
@@ -32,7 +32,7 @@ class ProgramLowering:
         self.blobs = blobs
         self.names: dict[str, str] = {}
         self.constants: dict[str, np.ndarray] = {}
-        self.types: dict[str, tuple[np.dtype, tuple[Dim, ...] | None]] = {}
+        self.types: dict[str, tuple[np.dtype, Shape | None]] = {}
 
     def define(self, name: str, value_type: Any, where: str) -> None:
         if name in self.types:
@@ -146,7 +146,7 @@ class Op:
         self.program.ir_name(binding.name, self.where)  # refuses names nothing defines
         return self.program.types[binding.name][0]
 
-    def shape(self, key: str) -> tuple[Dim, ...] | None:
+    def shape(self, key: str) -> Shape | None:
         """The shape of argument ``key`` as far as the program declares it (None: rank unknown)."""
         binding = self._binding(key)
         if binding.WhichOneof("binding") == "value" or binding.name in self.program.constants:
@@ -333,7 +333,7 @@ def _conv_transpose(op: Op) -> str:
         raise NotExpressible("conv_transpose with same padding")
     attrs = _spatial(op, spatial)
     attrs.update(dilations=op.ints("dilations", [1] * spatial), group=int(op.number("groups", 1)))
-    if op.has("output_shape") and op.ints("output_shape")[2:] != _transposed_size(op, attrs):
+    if op.has("output_shape") and (op.ints("output_shape") or [])[2:] != _transposed_size(op, attrs):
         raise NotExpressible("conv_transpose with an output shape other than its padding gives")
     inputs = [op.tensor("x"), op.tensor("weight")] + ([op.tensor("bias")] if op.has("bias") else [])
     return op.b.emit("ConvTranspose", inputs, window(attrs, op.where))
@@ -378,14 +378,15 @@ def _layer_norm(op: Op) -> str:
     if not axes or axes != list(range(axes[0], rank)):
         raise NotExpressible("layer_norm over axes that are not the last ones")
     normalized = shape[axes[0] :]
+    known = tuple(size for size in normalized if size is not None)
     params = []
     for key, fill in (("gamma", np.ones), ("beta", np.zeros)):
         if op.has(key):
             params.append(op.tensor(key))
-        elif None in normalized:
+        elif len(known) != len(normalized):
             raise NotExpressible(f"layer_norm without {key} over dimensions of unknown size")
         else:
-            params.append(op.b.initializer(fill(normalized, op.dtype("x")), key))
+            params.append(op.b.initializer(fill(known, op.dtype("x")), key))
     attrs = {"axis": axes[0], "epsilon": op.number("epsilon", 1e-5)}
     return op.b.emit("LayerNormalization", [op.tensor("x"), *params], attrs)
 
@@ -428,10 +429,11 @@ def _slice_by_index(op: Op) -> str:
     rank = op.rank("x")
     begin, end = op.ints("begin"), op.ints("end")
     strides = op.ints("stride", [1] * rank)
-    masks = tuple(
-        [bool(flag) for flag in op.ints(key, [0] * rank) or []]
-        for key in ("begin_mask", "end_mask", "squeeze_mask")
-    )
+
+    def mask(key: str) -> list[bool]:
+        return [bool(flag) for flag in op.ints(key, [0] * rank) or []]
+
+    masks = (mask("begin_mask"), mask("end_mask"), mask("squeeze_mask"))
     return op.b.strided_slice(op.tensor("x"), begin or [], end or [], strides or [], masks)
 
 

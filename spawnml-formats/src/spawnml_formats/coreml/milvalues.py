@@ -6,15 +6,17 @@ narrower types) or in a blob file of the package (``blobFileValue``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import ml_dtypes
 import numpy as np
 from spawnml import Limits, ModelLoadError
 from spawnml.dtypes import STRING
-from spawnml.ir import Dim
 
 from .blobs import BlobFiles
+
+#: A declared shape: its sizes, None where a size is unknown at load.
+Shape: TypeAlias = tuple[int | None, ...]
 
 #: MIL ``DataType`` -> dtype (the sub-byte and 8-bit float types are not read).
 DTYPES: dict[int, np.dtype] = {
@@ -37,7 +39,7 @@ DTYPES: dict[int, np.dtype] = {
 _REPEATED = ("floats", "ints", "bools", "longInts", "doubles")
 
 
-def tensor_type(value_type: Any, limits: Limits, where: str) -> tuple[np.dtype, tuple[Dim, ...] | None]:
+def tensor_type(value_type: Any, limits: Limits, where: str) -> tuple[np.dtype, Shape | None]:
     """The dtype and shape (None where the rank is not fixed) of a MIL tensor ``ValueType``."""
     kind = value_type.WhichOneof("type")
     if kind != "tensorType":
@@ -59,8 +61,9 @@ def tensor_type(value_type: Any, limits: Limits, where: str) -> tuple[np.dtype, 
 
 def value_array(value: Any, blobs: BlobFiles, limits: Limits, where: str) -> np.ndarray:
     """The array a MIL ``Value`` holds, of its declared type and shape."""
-    dtype, shape = tensor_type(value.type, limits, where)
-    if shape is None or None in shape:
+    dtype, declared = tensor_type(value.type, limits, where)
+    shape = tuple(dim for dim in declared or () if dim is not None)
+    if declared is None or len(shape) != len(declared):
         raise ModelLoadError(f"{where} is a constant without a fixed shape")
     kind = value.WhichOneof("value")
     if kind == "blobFileValue":

@@ -54,7 +54,8 @@ class _Cursor:
     def unpack(self, fmt: str, what: str) -> int:
         size = struct.calcsize(fmt)
         self.need(size, what)
-        (value,) = struct.unpack_from(self.order + fmt, self.data, self.pos)
+        # An array has the buffer protocol, which numpy's stubs do not declare.
+        (value,) = struct.unpack_from(self.order + fmt, self.data, self.pos)  # type: ignore[arg-type]
         self.pos += size
         return value
 

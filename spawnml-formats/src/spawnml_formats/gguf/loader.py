@@ -59,7 +59,8 @@ def _read(mappable: Path | BinaryIO, source: ModelSource, limits: Limits) -> Gra
     """The graph of the GGUF file ``mappable``; its maps stay valid once the file is closed."""
     scan(np.memmap(mappable, mode="r"), source.describe(), limits)
     try:
-        reader = GGUFReader(mappable)
+        # The reader hands its argument to np.memmap, which takes an open file too.
+        reader = GGUFReader(mappable)  # type: ignore[arg-type]
     except (ValueError, KeyError) as error:
         raise ModelLoadError(f"GGUF file {source.describe()} is not valid: {error}") from None
     metadata = stringify(reader.fields)

@@ -17,9 +17,9 @@ def stringify(fields: dict[str, ReaderField]) -> dict[str, str]:
     shortest exact spelling (``true``/``false``), arrays as JSON lists."""
     metadata = {}
     for key, field in fields.items():
-        key = READER_FIELDS.get(key, key)
-        if key is not None:
-            metadata[key] = _text(field)
+        name = READER_FIELDS.get(key, key)
+        if name is not None:
+            metadata[name] = _text(field)
     return metadata
 
 

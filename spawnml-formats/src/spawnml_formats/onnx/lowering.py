@@ -18,6 +18,7 @@ Decisions the IR leaves to the loader:
 
 from __future__ import annotations
 
+from collections.abc import Container
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ def _domain(name: str) -> str:
     return DEFAULT_DOMAIN if name == "ai.onnx" else name
 
 
-def _unique(name: str, seen: dict[str, object], where: str) -> None:
+def _unique(name: str, seen: Container[str], where: str) -> None:
     if name in seen:
         raise ModelLoadError(f"{where} is given twice")
 

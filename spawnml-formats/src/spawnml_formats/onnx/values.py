@@ -34,11 +34,7 @@ def text(value: str | bytes, where: str) -> str:
 
 def texts(values: Iterable[str | bytes], what: str, where: str) -> list[str]:
     """Repeated string fields as text; the ``i``-th is named ``{what} {i} of {where}`` where refused."""
-    found = list(values)
-    for i, value in enumerate(found):
-        if isinstance(value, bytes):
-            text(value, f"{what} {i} of {where}")
-    return found
+    return [text(value, f"{what} {i} of {where}") for i, value in enumerate(values)]
 
 
 def value_from_info(info: ValueInfoProto, limits: Limits, where: str) -> Value:

@@ -9,7 +9,7 @@ given as an empty list takes its kind from the operator's schema where one is kn
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
 import numpy as np
@@ -67,7 +67,7 @@ def to_model(graph: Graph, operators: OperatorRegistry | None = None) -> ModelPr
     return model
 
 
-def save_model(graph: Graph, path: str | Path, operators: OperatorRegistry | None = None) -> None:
+def save_model(graph: Graph, path: str | os.PathLike[str], operators: OperatorRegistry | None = None) -> None:
     """Write ``graph`` as an ONNX file (large weights stored inline, up to protobuf's 2 GiB)."""
     onnx.save_model(to_model(graph, operators), str(path))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from spawnml import Limits, ModelLoadError
@@ -171,7 +171,8 @@ class Lowering:
             if folded is not None:
                 tensor.tf = self.initializer(folded, name)
             else:  # held channels-first only
-                tensor.tf = self._node("Transpose", [tensor.nchw], self._claim(name), {"perm": TO_NHWC})
+                nchw = cast(str, tensor.nchw)
+                tensor.tf = self._node("Transpose", [nchw], self._claim(name), {"perm": TO_NHWC})
         return tensor.tf
 
     def channels_first(self, name: str) -> str:
@@ -189,7 +190,7 @@ class Lowering:
     def layout(self, names: list[str]) -> str:
         """NCHW when every variable input is held channels-first and constants broadcast in rank 4."""
         variables = [name for name in names if self.constant(name) is None]
-        constants = [self.constant(name) for name in names if self.constant(name) is not None]
+        constants = [value for name in names if (value := self.constant(name)) is not None]
         if (
             variables
             and all(self.tensor(name).nchw is not None for name in variables)
@@ -285,9 +286,8 @@ class Lowering:
 
     def placeholder(self, op: Op) -> None:
         """A ``Placeholder`` as a graph input, its unknown dims as None."""
-        shape = dims(op.attr("shape", kind="shape")) if "shape" in op.node.attr else None
-        if shape is not None:
-            shape = tuple(None if dim < 0 else dim for dim in shape)
+        declared = dims(op.attr("shape", kind="shape")) if "shape" in op.node.attr else None
+        shape = None if declared is None else tuple(None if dim < 0 else dim for dim in declared)
         self.tensors[op.name] = Tensor(tf=self._claim(op.name))
         self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), op.where), shape))
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 from spawnml import ModelLoadError
 from spawnml.dtypes import to_onnx
 
@@ -48,7 +49,7 @@ def _ints(lw: Lowering, name: str, what: str) -> list[int]:
     return [int(item) for item in _constant(lw, name, what).reshape(-1)]
 
 
-def _cast(lw: Lowering, name: str, dtype: np.dtype) -> str:
+def _cast(lw: Lowering, name: str, dtype: DTypeLike) -> str:
     return lw.emit("Cast", [name], {"to": to_onnx(np.dtype(dtype))})
 
 
@@ -118,9 +119,10 @@ def _elementwise(build: Build, compute: Callable[..., np.ndarray] | None = None,
     def lower(lw: Lowering, op: Op) -> None:
         inputs = [op.input(position) for position in range(arity)] if arity else op.inputs
         values = [lw.constant(name) for name in inputs]
-        if compute is not None and all(value is not None for value in values):
-            lw.limits.check_shape(np.broadcast_shapes(*(v.shape for v in values)), op.where)
-            lw.fold(op, np.asarray(compute(*values)).astype(values[0].dtype, copy=False))
+        constants = [value for value in values if value is not None]
+        if compute is not None and len(constants) == len(values):
+            lw.limits.check_shape(np.broadcast_shapes(*(v.shape for v in constants)), op.where)
+            lw.fold(op, np.asarray(compute(*constants)).astype(constants[0].dtype, copy=False))
             return
         layout = lw.layout(inputs)
         lw.define(op, build(lw, op, [lw.read(name, layout) for name in inputs]), layout)
@@ -340,8 +342,8 @@ def _reduce(op_type: str, compute: Callable[..., np.ndarray]) -> Lower:
 def concat(lw: Lowering, op: Op) -> None:
     values = op.inputs[:-1]
     axis = _ints(lw, op.inputs[-1], "concatenation axis")[0]
-    constants = [lw.constant(name) for name in values]
-    if constants and all(value is not None for value in constants):
+    constants = [value for name in values if (value := lw.constant(name)) is not None]
+    if values and len(constants) == len(values):
         lw.fold(op, np.concatenate(constants, axis))
         return
     layout = lw.layout(values)
@@ -471,8 +473,8 @@ def slice_(lw: Lowering, op: Op) -> None:
 
 def pack(lw: Lowering, op: Op) -> None:
     axis = op.attr("axis", 0)
-    values = [lw.constant(name) for name in op.inputs]
-    if values and all(value is not None for value in values):
+    values = [value for name in op.inputs if (value := lw.constant(name)) is not None]
+    if op.inputs and len(values) == len(op.inputs):
         lw.fold(op, np.stack(values, axis))
         return
     axes = lw.ints([axis], "axis")
@@ -561,7 +563,11 @@ def _resize(mode: str) -> Lower:
             coordinates, nearest = "half_pixel", "round_prefer_ceil"
         else:
             coordinates, nearest = "asymmetric", "floor"
-        attrs = {"mode": mode, "coordinate_transformation_mode": coordinates, "nearest_mode": nearest}
+        attrs: dict[str, Any] = {
+            "mode": mode,
+            "coordinate_transformation_mode": coordinates,
+            "nearest_mode": nearest,
+        }
         x = op.input(0)
         layout = NCHW if lw.tensor(x).nchw is not None else TF
         attrs["axes"] = [2, 3] if layout == NCHW else [1, 2]

@@ -62,8 +62,8 @@ class Lowering:
     def float_constant(self, index: int) -> np.ndarray | None:
         """A constant as the real values it stands for (quantized constants dequantized)."""
         value = self.constant(index)
-        info = self.info(index)
-        return info.quantization.dequantize(value) if value is not None and info.quantized else value
+        quantization = self.info(index).quantization
+        return quantization.dequantize(value) if value is not None and quantization is not None else value
 
     def fold(self, index: int, value: np.ndarray) -> None:
         """Make tensor ``index`` the constant ``value`` (for operators evaluated at load)."""

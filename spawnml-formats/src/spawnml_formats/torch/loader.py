@@ -7,8 +7,8 @@ gives ``model.fc.weight``); tensors become initializers, other plain values
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar, TypeAlias
 
 from spawnml import Limits, ModelLoadError
 from spawnml.formats import FormatLoader, ModelSource
@@ -19,7 +19,8 @@ from .legacy import read_legacy
 from .sniff import is_legacy, is_zip_checkpoint
 from .storages import TensorRef, materialize
 
-_PLAIN = int | float | str | bool | type(None)
+#: What a checkpoint may hold beside tensors.
+Plain: TypeAlias = int | float | str | bool | None
 
 
 class TorchCheckpointLoader(FormatLoader):
@@ -50,13 +51,14 @@ class TorchCheckpointLoader(FormatLoader):
         return graph
 
 
-def _leaves(value: Any, name: str, where: str) -> Iterator[tuple[str, TensorRef | _PLAIN]]:
+def _leaves(value: Any, name: str, where: str) -> Iterator[tuple[str, TensorRef | Plain]]:
     """Every tensor and plain value in nested dicts, lists and tuples, with its dotted name."""
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list | tuple):
         items = enumerate(value)
-    elif isinstance(value, TensorRef | _PLAIN):
+    elif isinstance(value, TensorRef | Plain):
         yield name, value
         return
     else:

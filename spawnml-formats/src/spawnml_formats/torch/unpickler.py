@@ -17,7 +17,7 @@ import io
 import pickle
 import pickletools
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 from spawnml import Limits, ModelLoadError
 
@@ -84,6 +84,7 @@ def check_opcodes(stream: io.BytesIO, where: str) -> None:
     start, memoised = stream.tell(), 0
     for opcode, argument, _ in pickletools.genops(stream):
         if opcode.name in MEMO_PUTS:
+            argument = cast(int, argument)  # a memo index: these opcodes carry an int
             if argument > memoised:
                 raise ModelLoadError(
                     f"{where} has a pickle storing memo entry {argument:,} after only {memoised:,} "
