@@ -1,12 +1,15 @@
 """One session used from 8 threads at once answers exactly as serial runs, on the CPU and on each GPU
 backend (with the CPU running what the GPU does not yet); sessions on different backends don't interfere.
 
-The reference is the same session's serial answer: every threaded answer must equal it bit for bit.
+The reference is the same session's serial answer: every threaded answer must equal it bit for bit,
+while other processes keep every core busy (how a kernel splits its work must not follow load).
 """
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +33,19 @@ Feeds = dict[str, np.ndarray]
 Job = tuple[spawnml.InferenceSession, Feeds]
 MINILM = partial(asset_file, MODEL_ASSET, "model.onnx")
 DETECTOR = partial(asset_file, OCR_ASSET, "ch_PP-OCRv4_det_infer.onnx")
+
+
+@pytest.fixture(autouse=True)
+def busy_cores() -> Iterator[None]:
+    """A process spinning on each core for the test's length."""
+    spin = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
 
 def available(name: str) -> list[str]:

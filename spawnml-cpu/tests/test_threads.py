@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 
 import pytest
 from spawnml_cpu.kernels import workers
@@ -67,25 +68,61 @@ def test_an_error_in_a_part_reaches_the_caller():
         run_parts([lambda: None, fail, lambda: None, lambda: None])
 
 
+def blas_threads() -> int:
+    """BLAS's thread count as it is set now."""
+    return _blas().get_num_threads()
+
+
 def test_blas_is_single_threaded_for_small_gemms_only_and_put_back():
     with threadpool_limits(2, user_api="blas"):
         with blas_for(BLAS_THREADS_WORK - 1):
-            assert thread_count() == 1
-        assert thread_count() == 2
+            assert blas_threads() == 1
+        assert blas_threads() == 2
         with blas_for(BLAS_THREADS_WORK):
-            assert thread_count() == 2
+            assert blas_threads() == 2
         with pytest.raises(ValueError), blas_for(1):
             raise ValueError("in a GEMM")
-        assert thread_count() == 2
+        assert blas_threads() == 2
 
 
 def test_one_blas_thread_whatever_the_work_and_put_back():
     with threadpool_limits(2, user_api="blas"):
         with one_blas_thread():
-            assert thread_count() == 1
-        assert thread_count() == 2
+            assert blas_threads() == 1
+        assert blas_threads() == 2
     with threadpool_limits(1, user_api="blas"), one_blas_thread():
-        assert thread_count() == 1
+        assert blas_threads() == 1
+
+
+def test_regions_nest_and_answer_the_count_set_outside_them():
+    with threadpool_limits(2, user_api="blas"), one_blas_thread():
+        assert thread_count() == 2
+        with blas_for(BLAS_THREADS_WORK):
+            assert blas_threads() == 2
+        assert blas_threads() == 1
+    assert blas_threads() == 2
+
+
+def test_a_product_never_runs_on_the_count_another_thread_set():
+    """While one thread's kernel holds BLAS on one thread, another's large product and its
+    thread count wait for it, then see the count set outside the kernels."""
+    entered, seen = threading.Event(), []
+
+    def hold_one_thread() -> None:
+        with one_blas_thread():
+            entered.set()
+            time.sleep(0.2)
+            seen.append(("held", blas_threads()))
+
+    with threadpool_limits(2, user_api="blas"):
+        holder = threading.Thread(target=hold_one_thread)
+        holder.start()
+        entered.wait()
+        seen.append(("counted", thread_count()))
+        with blas_for(BLAS_THREADS_WORK):
+            seen.append(("product", blas_threads()))
+        holder.join()
+    assert seen == [("held", 1), ("counted", 2), ("product", 2)]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two CPUs to choose from")

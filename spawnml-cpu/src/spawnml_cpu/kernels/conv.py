@@ -184,8 +184,9 @@ def _convolve_1d(
         writeable=False,
     ).reshape(batch, group, -1, out)
     weights = w.reshape(group, outputs // group, -1)
-    for n in range(batch):
-        grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
+    with blas_for(y[0].size * weights.shape[2]):
+        for n in range(batch):
+            grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
     if bias is not None or clamp is not None or residual is not None:
         shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
         low, high = clamp or _unbounded(x.dtype)
@@ -226,7 +227,7 @@ def _convolve_2d(
     shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
     low, high = clamp or _unbounded(x.dtype)
     pixels = math.prod(windows.out)
-    threads = thread_count()  # read before one_blas_thread lowers BLAS's setting to 1
+    threads = thread_count()  # how the work below is split and which path it takes
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
         if residual is None:
@@ -447,7 +448,8 @@ def _convolve_nd(windows: Windows, x: np.ndarray, w: np.ndarray, group: int) -> 
     # (N, G, C/G, *out, *K) -> (G, C/G, *K, N, *out): the im2col matrix of each group.
     order = (1, 2, *range(3 + spatial, 3 + 2 * spatial), 0, *range(3, 3 + spatial))
     cols = cols.transpose(order).reshape(group, -1, batch * math.prod(windows.out))
-    y = grouped_matmul(w.reshape(group, w.shape[0] // group, -1), cols)
+    with blas_for(w.size * cols.shape[2]):
+        y = grouped_matmul(w.reshape(group, w.shape[0] // group, -1), cols)
     return np.moveaxis(y.reshape(w.shape[0], batch, *windows.out), 1, 0)
 
 

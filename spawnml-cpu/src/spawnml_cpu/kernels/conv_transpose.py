@@ -15,7 +15,7 @@ from spawnml.ops.shapes import transposed_windows, window_attrs
 
 from .nn_common import compute_dtype, grouped_matmul, per_channel, widen
 from .table import KERNELS
-from .threads import one_blas_thread
+from .threads import blas_for, one_blas_thread
 
 #: Bytes of tap sums one GEMM of the tiling path writes, about one core's L2 cache. On PP-OCRv4
 #: det's layers, 256 KiB made the 24 -> 24 channel one about 15% slower (more, smaller GEMMs) and
@@ -38,7 +38,8 @@ def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     points = math.prod(sizes)  # sizes spelled out: -1 cannot be inferred for an empty batch
     weights = w.reshape(group, channels // group, -1).transpose(0, 2, 1)
     inputs = np.moveaxis(x.reshape(batch, group, channels // group, points), 0, 2)
-    cols = grouped_matmul(weights, inputs.reshape(group, channels // group, batch * points))
+    with blas_for(weights.size * batch * points):
+        cols = grouped_matmul(weights, inputs.reshape(group, channels // group, batch * points))
     cols = cols.reshape(out_channels, *kernel, batch, *sizes)
     full = [
         max((size - 1) * s + (k - 1) * d + 1, begin + out)

@@ -24,6 +24,7 @@ from .checks import one_of, scalar
 from .nn_common import compute_dtype, widen
 from .table import KERNELS
 from .tensor import scatter_elements
+from .threads import blas_for
 
 #: Bits of the element types narrower than a byte (numpy stores each in one byte).
 _SUB_BYTE_BITS = {
@@ -70,7 +71,8 @@ def cum_prod(ctx: KernelContext, x: np.ndarray, axis: np.ndarray) -> np.ndarray:
 
 @KERNELS.register("Det", since=11)
 def det(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    return np.asarray(np.linalg.det(widen(x))).astype(x.dtype)
+    with blas_for(x.size * (x.shape[-1] if x.ndim else 1)):
+        return np.asarray(np.linalg.det(widen(x))).astype(x.dtype)
 
 
 @KERNELS.register("Shrink", since=9)

@@ -22,6 +22,7 @@ from spawnml.ir import Node
 from spawnml.ops.defs.ml import label_encoder_values
 
 from .table import KERNELS
+from .threads import one_blas_thread
 
 ML = "ai.onnx.ml"
 Array = np.ndarray
@@ -468,7 +469,8 @@ def _pairwise_decisions(attrs: Attrs, kernels: Array, classes: int) -> Array:
     decisions = []
     for i, j in itertools.combinations(range(classes), 2):
         own, other = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
-        total = kernels[:, own] @ coefficients[j - 1, own] + kernels[:, other] @ coefficients[i, other]
+        with one_blas_thread():  # matrix-vector products (see .threads)
+            total = kernels[:, own] @ coefficients[j - 1, own] + kernels[:, other] @ coefficients[i, other]
         decisions.append(total.astype(np.float64) + rho[len(decisions)])
     return np.stack(decisions, axis=1).astype(FLOAT32)
 

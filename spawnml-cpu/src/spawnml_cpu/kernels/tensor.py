@@ -17,6 +17,7 @@ from spawnml.ops.shapes import as_text
 from .checks import one_of, scalar, valid_when
 from .elementwise import widen
 from .table import KERNELS
+from .threads import blas_for
 
 INT64 = np.dtype(np.int64)
 
@@ -486,5 +487,7 @@ def dropout(
 def einsum(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     terms, output = einsum_terms(as_text(ctx.attrs["equation"]))
     operands = [widen(x) for x in inputs]  # numpy's einsum has no 16-bit brain floats
-    result = np.einsum(f"{','.join(terms)}->{output}", *operands, optimize=len(inputs) > 1)
+    # The product of the operands' sizes bounds the plain sum's multiply-adds from above.
+    with blas_for(math.prod(x.size for x in inputs)):
+        result = np.einsum(f"{','.join(terms)}->{output}", *operands, optimize=len(inputs) > 1)
     return np.asarray(result, dtype=inputs[0].dtype)

@@ -23,11 +23,19 @@ measurements on two cores shared with other processes:
 
 Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
 equal outputs on any thread count (see :func:`.nn_common.matmul`).
+
+Same inputs, same bits: how a kernel splits its work and how many threads each of its products
+runs on follow from the work's size and the thread count alone, never from what other threads
+are doing. BLAS's thread count is the process's, so a kernel changes it only inside a
+:func:`blas_for` or :func:`one_blas_thread` region, which holds one lock from setting the count
+to putting it back: a product never runs on a count another kernel set, and
+:func:`thread_count` answers the count set outside the kernels even while a region holds
+another. Every BLAS call of the kernels runs inside such a region (code on pool threads runs
+inside its caller's).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import threading
@@ -53,7 +61,16 @@ MIN_SPLIT_PRODUCT = 16_000_000
 #: layers (up to 4M) ran slower cut, as handing parts over costs about as long as one of them.
 MIN_SPLIT_DEPTHWISE = 8_000_000
 
-_blas_lock = threading.Lock()
+#: Held by a kernel from setting BLAS's thread count to putting it back (see the module's docstring).
+#: Reentrant, as a region may enter another (a matrix product inside a convolution's region).
+_blas_lock = threading.RLock()
+
+
+class _Regions:
+    """The regions the lock's owner is in, and BLAS's thread count as set outside them."""
+
+    depth = 0
+    outside: int | None = None
 
 
 @functools.cache
@@ -77,10 +94,38 @@ def _blas() -> Any | None:
     return max(controllers, key=numpy_ships, default=None)
 
 
-def thread_count() -> int:
-    """How many threads the kernels may use: numpy's BLAS thread count (1 where it is unknown)."""
+#: OpenBLAS's setter of its thread count, by the names numpy's and scipy's wheels give it.
+_OPENBLAS_SETTERS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads",
+)
+
+
+@functools.cache
+def _set_blas_threads() -> Callable[[int], object]:
+    """Sets numpy's BLAS thread count from any thread. threadpoolctl's setter leaves OpenBLAS's
+    count as it is when called from another thread than the first that set it, and kernels run
+    on the caller's thread, whichever it is; the kernels' regions serialise their changes."""
     blas = _blas()
-    return 1 if blas is None else max(1, blas.get_num_threads())
+    assert blas is not None
+    if blas.internal_api == "openblas":
+        for name in _OPENBLAS_SETTERS:
+            setter = getattr(blas.dynlib, name, None)
+            if setter is not None:
+                return setter
+    return blas.set_num_threads
+
+
+def thread_count() -> int:
+    """How many threads the kernels may use: numpy's BLAS thread count as set outside the kernels'
+    regions (1 where it is unknown). Waits while another thread's region holds the count."""
+    blas = _blas()
+    if blas is None:
+        return 1
+    with _blas_lock:
+        outside = _Regions.outside
+        return max(1, blas.get_num_threads() if outside is None else outside)
 
 
 def part_count(work: int, limit: int, threads: int | None = None, least: int = MIN_SPLIT_WORK) -> int:
@@ -126,49 +171,61 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
                 helper.result()
 
 
-def blas_for(work: int) -> contextlib.AbstractContextManager[None]:
-    """BLAS on the threads it is set to for GEMMs of ``work`` multiply-adds in all from
-    :data:`BLAS_THREADS_WORK` on (its threads steered off the caller's CPU, see :mod:`.workers`),
-    on one thread below it (a context manager). Not a generator, as it is entered around every
-    matrix product and 1x1 convolution (see :class:`_OneBlasThread`)."""
-    if work < BLAS_THREADS_WORK:
-        return one_blas_thread()
-    blas = _blas()
-    if blas is not None:
-        workers.keep_blas_threads_off(blas)
-    return contextlib.nullcontext()
+def blas_for(work: int) -> _BlasThreads:
+    """A region (a context manager) where BLAS runs on :func:`thread_count` threads for GEMMs of
+    ``work`` multiply-adds in all from :data:`BLAS_THREADS_WORK` on (its threads steered off the
+    caller's CPU, see :mod:`.workers`), on one thread below it."""
+    return _BlasThreads(None if work >= BLAS_THREADS_WORK else 1)
 
 
-def one_blas_thread() -> _OneBlasThread:
-    """BLAS on one thread meanwhile, then as it was (a context manager)."""
-    return _OneBlasThread()
+def one_blas_thread() -> _BlasThreads:
+    """A region (a context manager) where BLAS runs on one thread."""
+    return _BlasThreads(1)
 
 
-class _OneBlasThread:
-    """:func:`one_blas_thread`'s context: holds the lock on the setting, the process's, so that one
-    kernel at a time lowers it and puts it back. A class rather than a generator: it is entered
-    around every convolution's GEMMs, and a generator's context costs a microsecond more."""
+class _BlasThreads:
+    """A region with BLAS on ``count`` threads (None: :func:`thread_count`'s), holding the lock on
+    the setting from setting it to putting it back. A class rather than a generator: it is entered
+    around every matrix product and convolution, and a generator's context costs a microsecond more."""
 
-    __slots__ = ("_blas", "_threads")
+    __slots__ = ("_count", "_held", "_restore")
+
+    def __init__(self, count: int | None) -> None:
+        self._count = count
+        self._held = False
+        #: The count to put back on leaving, where the region changed it.
+        self._restore: int | None = None
 
     def __enter__(self) -> None:
-        self._blas = blas = _blas()
+        blas = _blas()
         if blas is None:
             return
         _blas_lock.acquire()
+        _Regions.depth += 1
+        self._held = True
         try:
-            self._threads = blas.get_num_threads()
-            if self._threads != 1:
-                blas.set_num_threads(1)
+            current = blas.get_num_threads()
+            if _Regions.outside is None:
+                _Regions.outside = current
+            count = max(1, _Regions.outside) if self._count is None else self._count
+            if count != current:
+                _set_blas_threads()(count)
+                self._restore = current
+            if count > 1:
+                workers.keep_blas_threads_off(blas)
         except BaseException:
-            _blas_lock.release()
+            self.__exit__()
             raise
 
     def __exit__(self, *exc: object) -> None:
-        if self._blas is None:
+        if not self._held:
             return
         try:
-            if self._threads != 1:
-                self._blas.set_num_threads(self._threads)
+            if self._restore is not None:
+                _set_blas_threads()(self._restore)
         finally:
+            self._held, self._restore = False, None
+            _Regions.depth -= 1
+            if _Regions.depth == 0:
+                _Regions.outside = None
             _blas_lock.release()

@@ -23,7 +23,7 @@ from spawnml.ops.defs.vision import PIXEL_CHANNELS, unpool_attrs, unpooled_size
 from spawnml.ops.shapes import as_text, normalize_axis, window_attrs
 
 from .checks import one_of, valid_when
-from .nn_common import Windows, compute_dtype, per_channel
+from .nn_common import Windows, compute_dtype, matmul, per_channel
 from .table import KERNELS
 
 #: Keys' cubic convolution coefficient, as PyTorch and ONNX use for GridSample.
@@ -247,7 +247,7 @@ def deform_conv(
         sampled = sampled.reshape(n, offset_groups, channels // offset_groups, *out) * scales[:, :, :, k]
         columns[:, :, k] = sampled.reshape(n, channels, *out)
     filters = weight.astype(work, copy=False).reshape(groups, weight.shape[0] // groups, -1)
-    y = np.matmul(filters, columns.reshape(n, groups, filters.shape[2], -1)).reshape(n, -1, *out)
+    y = matmul(filters, columns.reshape(n, groups, filters.shape[2], -1)).reshape(n, -1, *out)
     if bias is not None:
         y += per_channel(bias.astype(work, copy=False), y.ndim)
     return y.astype(x.dtype)
