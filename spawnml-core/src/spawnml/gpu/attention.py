@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.ir import f32
@@ -19,7 +18,7 @@ from ..kernel.library.attention import rotary_embedding as rotary_embedding_kern
 from ..kernel.library.chain import step
 from .array import DeviceArray
 from .fused import run_chain, scalar
-from .table import FLOATS, GPU_KERNELS, _broadcast_strides, concatenate, matmul, permuted, where
+from .table import FLOATS, GPU_KERNELS, GPUContext, _broadcast_strides, concatenate, matmul, permuted, where
 
 #: The ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
 QK_MODES = (0, 1, 2, 3)
@@ -42,7 +41,7 @@ def _check(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("Attention", since=23, check=_check, dtypes=FLOATS)
 def attention(
-    ctx: KernelContext,
+    ctx: GPUContext,
     q: DeviceArray,
     k: DeviceArray,
     v: DeviceArray,
@@ -85,7 +84,7 @@ def attention(
     return y, k, v, (raw, capped, biased, probs)[int(attrs.get("qk_matmul_output_mode", 0))]
 
 
-def _split(ctx: KernelContext, x: DeviceArray, heads: int) -> DeviceArray:
+def _split(ctx: GPUContext, x: DeviceArray, heads: int) -> DeviceArray:
     """``(batch, sequence, heads * size)`` as ``(batch, heads, sequence, size)``."""
     batch, sequence, hidden = x.shape
     if hidden % heads:
@@ -93,12 +92,12 @@ def _split(ctx: KernelContext, x: DeviceArray, heads: int) -> DeviceArray:
     return permuted(ctx, x.view((batch, sequence, heads, hidden // heads)), [0, 2, 1, 3])
 
 
-def scaled(ctx: KernelContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
+def scaled(ctx: GPUContext, x: DeviceArray, factor: np.float32) -> DeviceArray:
     steps = (step("Mul", [0, 1], x.dtype.name),)
     return run_chain(ctx, steps, [x, scalar(ctx, factor)], "attention_scale")
 
 
-def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArray:
+def _soft_cap(ctx: GPUContext, scores: DeviceArray, cap: float) -> DeviceArray:
     """``cap * tanh(scores / cap)``."""
     name = scores.dtype.name
     steps = (step("Div", [0, 1], name), step("Tanh", [2], name), step("Mul", [3, 1], name))
@@ -106,7 +105,7 @@ def _soft_cap(ctx: KernelContext, scores: DeviceArray, cap: float) -> DeviceArra
 
 
 def masked_softmax(
-    ctx: KernelContext,
+    ctx: GPUContext,
     scores: DeviceArray,
     mask: DeviceArray | None,
     lengths: DeviceArray | None,
@@ -159,7 +158,7 @@ def masked_softmax(
 
 @GPU_KERNELS.register("RotaryEmbedding", since=23, dtypes=FLOATS)
 def rotary_embedding(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     cos: DeviceArray,
     sin: DeviceArray,

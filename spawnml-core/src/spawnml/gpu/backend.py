@@ -8,7 +8,7 @@ from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -156,7 +156,7 @@ class GPUBackend(Backend):
         self.launch_flat(k, [source, target, meta], target.size, src_offset=0, dst_offset=0)
         object.__setattr__(target, "host", None)  # the values it was uploaded from are stale now
 
-    def constant(self, values: Sequence[int] | np.ndarray, dtype: Any = np.uint32) -> DeviceArray:
+    def constant(self, values: Sequence[float] | np.ndarray, dtype: Any = np.uint32) -> DeviceArray:
         """Small read-only data (strides, zeros), uploaded once per distinct content (the last
         :data:`CONSTANTS` distinct ones are kept)."""
         array = np.asarray(values, dtype).reshape(-1)
@@ -202,8 +202,12 @@ class GPUBackend(Backend):
         names = [p.name for p in k.scalars]
         if sorted(names) != sorted(scalars):
             raise InvalidArgumentError(f"kernel {k.name} takes scalars {names}, got {sorted(scalars)}")
-        values = [np.array(scalars[p.name], p.type.numpy)[()] for p in k.scalars]  # type: ignore[union-attr]
-        size = (*grid, 1, 1)[:3]
+        # A 0-d array indexed by () is its numpy scalar; scalar parameters have Scalar types.
+        values = [
+            cast(np.generic, np.array(scalars[p.name], p.type.numpy)[()])  # type: ignore[union-attr]
+            for p in k.scalars
+        ]
+        across, down, deep = (*grid, 1, 1)[:3]
         for buffer in buffers:
             buffer.storage.runtime.check_alive()  # a tensor made before a loss
         runtime.check_alive()
@@ -212,7 +216,7 @@ class GPUBackend(Backend):
             for param, buffer in zip(k.buffers, buffers, strict=True)
             for window in self._bound(buffer, parts.get(param.name), runtime)
         ]
-        runtime.launch(entry[1], bound, size, values)
+        runtime.launch(entry[1], bound, (across, down, deep), values)
         self._count(launches=1)
 
     def _parts(self, k: Kernel, buffers: Sequence[DeviceArray], runtime: Runtime) -> dict[str, Parts]:

@@ -13,16 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError, ModelLimitError
 from ..ir import TENSOR, Graph, Node, Value
 from ..limits import run_limits
 from ..tensor import TensorSequence
 from .array import DeviceArray
-from .table import GPU_KERNELS, _axis, _host, _strides, concatenate, copy_strided
+from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, concatenate, copy_strided
 
 
-def _flag(ctx: KernelContext, condition: DeviceArray) -> bool:
+def _flag(ctx: GPUContext, condition: DeviceArray) -> bool:
     return bool(_host(ctx, condition).reshape(-1)[0])
 
 
@@ -40,7 +39,7 @@ def _fits(what: str, body: Graph, inputs: int, outputs: int) -> str | None:
     return None
 
 
-def _stacked(ctx: KernelContext, parts: Sequence[DeviceArray], declared: Value, axis: int) -> DeviceArray:
+def _stacked(ctx: GPUContext, parts: Sequence[DeviceArray], declared: Value, axis: int) -> DeviceArray:
     """Per-iteration outputs stacked on a new ``axis``; with none, an empty tensor of the declared
     type (its unknown dims 0, as onnxruntime does)."""
     if parts:
@@ -65,7 +64,7 @@ def _branches_fit(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("If", check=_branches_fit)
-def if_(ctx: KernelContext, condition: DeviceArray) -> tuple[Any, ...]:
+def if_(ctx: GPUContext, condition: DeviceArray) -> tuple[Any, ...]:
     branch = ctx.attrs["then_branch"] if _flag(ctx, condition) else ctx.attrs["else_branch"]
     assert ctx.run_subgraph is not None  # the planner gives nodes with bodies a runner
     return tuple(ctx.run_subgraph(branch, {}))
@@ -80,7 +79,7 @@ def _loop_fits(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("Loop", check=_loop_fits)
 def loop(
-    ctx: KernelContext, trip_count: DeviceArray | None, condition: DeviceArray | None, *initial: Any
+    ctx: GPUContext, trip_count: DeviceArray | None, condition: DeviceArray | None, *initial: Any
 ) -> tuple[Any, ...]:
     """``for i in range(trip_count) while condition``; either bound may be absent."""
     body: Graph = ctx.attrs["body"]
@@ -134,7 +133,7 @@ def _scan_fits(node: Node, opset: int) -> str | None:
     return _fits("body", node.attrs["body"], len(node.inputs), len(node.outputs))
 
 
-def _slice(ctx: KernelContext, x: DeviceArray, axis: int, index: int) -> DeviceArray:
+def _slice(ctx: GPUContext, x: DeviceArray, axis: int, index: int) -> DeviceArray:
     """``x[..., index, ...]`` along ``axis``, as a new tensor without that axis."""
     shape = [d for i, d in enumerate(x.shape) if i != axis]
     strides = _strides(x.shape)
@@ -146,7 +145,7 @@ def _slice(ctx: KernelContext, x: DeviceArray, axis: int, index: int) -> DeviceA
 
 
 @GPU_KERNELS.register("Scan", since=9, check=_scan_fits)
-def scan(ctx: KernelContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
+def scan(ctx: GPUContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
     body: Graph = ctx.attrs["body"]
     assert ctx.run_subgraph is not None
     count = ctx.attrs["num_scan_inputs"]
@@ -188,7 +187,7 @@ def _map_fits(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("SequenceMap", since=17, check=_map_fits)
-def sequence_map(ctx: KernelContext, first: TensorSequence, *extra: Any) -> tuple[TensorSequence, ...]:
+def sequence_map(ctx: GPUContext, first: TensorSequence, *extra: Any) -> tuple[TensorSequence, ...]:
     """The body applied to the i-th tensor of every sequence input and to every tensor input."""
     body: Graph = ctx.attrs["body"]
     assert ctx.run_subgraph is not None

@@ -16,12 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.reductions import reduce_kernel
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import ALL_FLOATS, GPU_KERNELS, _strides, copy_strided, matmul, permuted
+from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, _strides, copy_strided, matmul, permuted
 
 #: Letters standing for an ellipsis' dims, outside the ASCII letters an equation uses.
 _ELLIPSIS_LETTERS = "".join(chr(0x3B1 + i) for i in range(24))
@@ -52,7 +51,7 @@ def _terms(equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
     return spelled, output
 
 
-def _diagonal(ctx: KernelContext, x: DeviceArray, term: str) -> tuple[DeviceArray, str]:
+def _diagonal(ctx: GPUContext, x: DeviceArray, term: str) -> tuple[DeviceArray, str]:
     """``x`` with each repeated letter's axes reduced to their diagonal."""
     letters = "".join(dict.fromkeys(term))
     if letters == term:
@@ -71,7 +70,7 @@ def _diagonal(ctx: KernelContext, x: DeviceArray, term: str) -> tuple[DeviceArra
     return out, letters
 
 
-def _summed(ctx: KernelContext, x: DeviceArray, term: str, keep: str) -> tuple[DeviceArray, str]:
+def _summed(ctx: GPUContext, x: DeviceArray, term: str, keep: str) -> tuple[DeviceArray, str]:
     """``x`` summed over the letters of ``term`` not in ``keep``."""
     kept = [i for i, c in enumerate(term) if c in keep]
     if len(kept) == len(term):
@@ -87,13 +86,13 @@ def _summed(ctx: KernelContext, x: DeviceArray, term: str, keep: str) -> tuple[D
     return out, "".join(term[i] for i in kept)
 
 
-def _arranged(ctx: KernelContext, x: DeviceArray, term: str, order: str) -> DeviceArray:
+def _arranged(ctx: GPUContext, x: DeviceArray, term: str, order: str) -> DeviceArray:
     perm = [term.index(c) for c in order]
     return x if perm == list(range(len(perm))) else permuted(ctx, x, perm)
 
 
 def _contract(
-    ctx: KernelContext, a: DeviceArray, a_term: str, b: DeviceArray, b_term: str, needed: str
+    ctx: GPUContext, a: DeviceArray, a_term: str, b: DeviceArray, b_term: str, needed: str
 ) -> tuple[DeviceArray, str]:
     """``a`` and ``b`` multiplied and summed over the letters they share that nothing later needs."""
     sizes = dict(zip(a_term, a.shape, strict=True)) | dict(zip(b_term, b.shape, strict=True))
@@ -113,7 +112,7 @@ def _contract(
 
 
 @GPU_KERNELS.register("Einsum", since=12, dtypes=ALL_FLOATS)
-def einsum(ctx: KernelContext, *operands: DeviceArray) -> DeviceArray:
+def einsum(ctx: GPUContext, *operands: DeviceArray) -> DeviceArray:
     terms, output = _terms(as_text(ctx.attrs["equation"]), [len(x.shape) for x in operands])
     values = [_diagonal(ctx, x, term) for x, term in zip(operands, terms, strict=True)]
     later = [output + "".join(t for _, t in values[i + 1 :]) for i in range(len(values))]

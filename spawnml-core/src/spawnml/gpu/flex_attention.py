@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..ops.defs.attention import PREVIEW
 from .array import DeviceArray
 from .attention import masked_softmax, scaled
-from .table import GPU_KERNELS, cast_to, matmul, permuted
+from .table import GPU_KERNELS, GPUContext, cast_to, matmul, permuted
 
 FLOAT32 = np.dtype(np.float32)
 MODIFIERS = ("score_mod", "prob_mod")
@@ -38,7 +37,7 @@ def _check(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("FlexAttention", PREVIEW, check=_check, dtypes=(np.float32, np.float16))
-def flex_attention(ctx: KernelContext, q: DeviceArray, k: DeviceArray, v: DeviceArray) -> DeviceArray:
+def flex_attention(ctx: GPUContext, q: DeviceArray, k: DeviceArray, v: DeviceArray) -> DeviceArray:
     """Y ``(batch, heads, q_len, v_size)`` from rank-4 Q, K and V."""
     if any(len(x.shape) != 4 for x in (q, k, v)):
         raise InvalidArgumentError(
@@ -67,7 +66,7 @@ def flex_attention(ctx: KernelContext, q: DeviceArray, k: DeviceArray, v: Device
     return DeviceArray(y.storage, (batch, heads, q_len, v.shape[3]), v.dtype)
 
 
-def _modified(ctx: KernelContext, attribute: str, x: DeviceArray) -> DeviceArray:
+def _modified(ctx: GPUContext, attribute: str, x: DeviceArray) -> DeviceArray:
     """``x`` passed through the node's subgraph ``attribute`` if it has one, as float32."""
     body = ctx.attrs.get(attribute)
     if body is None:

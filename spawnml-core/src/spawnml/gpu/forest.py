@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.chain import step
@@ -27,7 +26,7 @@ from ..kernel.library.rows import softmax_rows
 from ..ops.defs.ml import ML
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS
+from .table import GPU_KERNELS, GPUContext
 
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
 #: The post transforms run on the GPU, by TreeEnsemble's codes.
@@ -172,7 +171,7 @@ def _check(node: Node, opset: int) -> str | None:
 @GPU_KERNELS.register(
     "TreeEnsemble", domain=ML, since=5, check=_check, dtypes=(np.float32, np.float16, np.float64)
 )
-def tree_ensemble(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def tree_ensemble(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """``(N, n_targets)`` scores of the rows of ``x`` (a vector is one row), in ``x``'s type,
     computed in float32 (float64 for float64 rows)."""
     work = np.dtype(x.elem.numpy)
@@ -200,7 +199,7 @@ def tree_ensemble(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     return scores
 
 
-def _transformed(ctx: KernelContext, scores: DeviceArray, transform: int) -> DeviceArray:
+def _transformed(ctx: GPUContext, scores: DeviceArray, transform: int) -> DeviceArray:
     """The post transform over each row; one score per row is left as it is."""
     if transform == NONE or scores.shape[1] == 1:
         return scores

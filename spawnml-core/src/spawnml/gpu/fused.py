@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..kernel.library.chain import Chain, chain_kernel, decode, step
 from ..ops.defs.fused import DOMAIN
 from .array import DeviceArray, physical
-from .table import GPU_KERNELS, _broadcast_strides
+from .table import GPU_KERNELS, GPUContext, _broadcast_strides
 
 
-def run_chain(ctx: KernelContext, chain: Chain, inputs: Sequence[DeviceArray], name: str) -> DeviceArray:
+def run_chain(ctx: GPUContext, chain: Chain, inputs: Sequence[DeviceArray], name: str) -> DeviceArray:
     """The last step of ``chain`` over ``inputs`` broadcast against each other, in one launch."""
     shape = np.broadcast_shapes(*(x.shape for x in inputs))
     out = ctx.backend.empty(shape, np.dtype(chain[-1].dtype))
@@ -35,7 +34,7 @@ def run_chain(ctx: KernelContext, chain: Chain, inputs: Sequence[DeviceArray], n
     return out
 
 
-def scalar(ctx: KernelContext, value: float) -> DeviceArray:
+def scalar(ctx: GPUContext, value: float | np.floating) -> DeviceArray:
     """A float32 operand of one element, broadcast by the chain it enters."""
     return ctx.backend.from_numpy(np.array(value, np.float32))
 
@@ -60,7 +59,7 @@ class ChainBuilder:
         self.steps.append((op, refs, attrs))
         return ("step", len(self.steps) - 1)
 
-    def run(self, ctx: KernelContext, dtype: np.dtype, name: str) -> DeviceArray:
+    def run(self, ctx: GPUContext, dtype: np.dtype, name: str) -> DeviceArray:
         """The last step's value, of ``dtype`` (the others in float32)."""
 
         def index(ref: ChainValue) -> int:
@@ -75,5 +74,5 @@ class ChainBuilder:
 
 
 @GPU_KERNELS.register("FusedElementwise", DOMAIN)
-def fused_elementwise(ctx: KernelContext, *inputs: DeviceArray) -> DeviceArray:
+def fused_elementwise(ctx: GPUContext, *inputs: DeviceArray) -> DeviceArray:
     return run_chain(ctx, decode(ctx.attrs["chain"], len(inputs)), inputs, "fused_elementwise")

@@ -8,16 +8,15 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import DeviceMemoryError
 from ..kernel.library.chain import Step, step
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, copy_strided, matmul, permuted
+from .table import FLOATS, GPU_KERNELS, GPUContext, copy_strided, matmul, permuted
 
 
 @GPU_KERNELS.register("Gemm", dtypes=FLOATS)
-def gemm(ctx: KernelContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | None = None) -> DeviceArray:
+def gemm(ctx: GPUContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | None = None) -> DeviceArray:
     a = permuted(ctx, a, [1, 0]) if ctx.attrs.get("transA", 0) else a
     product = times_transposed(ctx, a, b) if ctx.attrs.get("transB", 0) else matmul(ctx, a, b)
     alpha, beta = float(ctx.attrs.get("alpha", 1.0)), float(ctx.attrs.get("beta", 1.0))
@@ -33,7 +32,7 @@ def gemm(ctx: KernelContext, a: DeviceArray, b: DeviceArray, c: DeviceArray | No
     return run_chain(ctx, _epilogue(alpha != 1.0, len(inputs)), inputs, "gemm_epilogue")
 
 
-def times_transposed(ctx: KernelContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
+def times_transposed(ctx: GPUContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
     """``a @ b.T``; a ``b`` too large for one kernel to bind is taken in windows of its rows (a fully
     connected layer's weight), each product copied into its columns of the result."""
     runtime = ctx.backend.runtime

@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError, SpawnMLError
 from ..ir import Node
@@ -25,11 +24,11 @@ from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_row
 from ..ops.defs.vision import unpool_attrs, unpooled_size
 from .array import DeviceArray
 from .fused import run_chain
-from .table import ALL_FLOATS, GPU_KERNELS, _axis, _host, _strides, cast_to, copy_strided, take
+from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, _axis, _host, _strides, cast_to, copy_strided, take
 
 
 @GPU_KERNELS.register("GatherElements", since=11)
-def gather_elements_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
+def gather_elements_(ctx: GPUContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
     rank = len(data.shape)
     axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
     out = ctx.backend.empty(indices.shape, data.dtype)
@@ -42,7 +41,7 @@ def gather_elements_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray
 
 
 @GPU_KERNELS.register("Tile", since=6)
-def tile_(ctx: KernelContext, x: DeviceArray, repeats: DeviceArray) -> DeviceArray:
+def tile_(ctx: GPUContext, x: DeviceArray, repeats: DeviceArray) -> DeviceArray:
     counts = [int(r) for r in _host(ctx, repeats)]
     if len(counts) != len(x.shape) or min(counts, default=0) < 0:
         raise InvalidArgumentError(f"Tile repeats {counts} do not fit a tensor of shape {list(x.shape)}")
@@ -55,7 +54,7 @@ def tile_(ctx: KernelContext, x: DeviceArray, repeats: DeviceArray) -> DeviceArr
 
 
 @GPU_KERNELS.register("Trilu", since=14)
-def trilu_(ctx: KernelContext, x: DeviceArray, k: DeviceArray | None = None) -> DeviceArray:
+def trilu_(ctx: GPUContext, x: DeviceArray, k: DeviceArray | None = None) -> DeviceArray:
     diagonal = 0 if k is None else int(_host(ctx, k).reshape(()))
     out = ctx.backend.empty(x.shape, x.dtype)
     if out.size:
@@ -67,7 +66,7 @@ def trilu_(ctx: KernelContext, x: DeviceArray, k: DeviceArray | None = None) -> 
 
 
 @GPU_KERNELS.register("Split", since=1)
-def split(ctx: KernelContext, x: DeviceArray, sizes: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
+def split(ctx: GPUContext, x: DeviceArray, sizes: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
     axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
     count, size = len(ctx.node.outputs), x.shape[axis]
     listed = ctx.attrs.get("split")
@@ -89,7 +88,7 @@ def split(ctx: KernelContext, x: DeviceArray, sizes: DeviceArray | None = None) 
     return tuple(parts)
 
 
-def _rows(ctx: KernelContext, x: DeviceArray, opset_coerces_2d: bool) -> tuple[int, int]:
+def _rows(ctx: GPUContext, x: DeviceArray, opset_coerces_2d: bool) -> tuple[int, int]:
     """``(D, inner)`` of the row operators: the axis alone from opset 13, all axes from it before."""
     axis = _axis(int(ctx.attrs.get("axis", 1 if opset_coerces_2d else -1)), len(x.shape))
     if opset_coerces_2d:
@@ -97,7 +96,7 @@ def _rows(ctx: KernelContext, x: DeviceArray, opset_coerces_2d: bool) -> tuple[i
     return x.shape[axis], math.prod(x.shape[axis + 1 :])
 
 
-def _row_op(ctx: KernelContext, x: DeviceArray, kernel) -> DeviceArray:
+def _row_op(ctx: GPUContext, x: DeviceArray, kernel) -> DeviceArray:
     size, inner = _rows(ctx, x, ctx.opset < 13)
     out = ctx.backend.empty(x.shape, x.dtype)
     if out.size:
@@ -106,16 +105,16 @@ def _row_op(ctx: KernelContext, x: DeviceArray, kernel) -> DeviceArray:
 
 
 @GPU_KERNELS.register("LogSoftmax", since=1, dtypes=ALL_FLOATS)
-def log_softmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def log_softmax(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, log_softmax_rows.specialize(T=x.elem))
 
 
 @GPU_KERNELS.register("Hardmax", since=1, dtypes=ALL_FLOATS)
-def hardmax(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def hardmax(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     return _row_op(ctx, x, hardmax_rows.specialize(T=x.elem))
 
 
-def cumulative(ctx: KernelContext, x: DeviceArray, axis: DeviceArray, product: bool) -> DeviceArray:
+def cumulative(ctx: GPUContext, x: DeviceArray, axis: DeviceArray, product: bool) -> DeviceArray:
     """CumSum or CumProd along the axis ``axis`` holds."""
     dim = _axis(int(_host(ctx, axis).reshape(())), len(x.shape))
     out = ctx.backend.empty(x.shape, x.dtype)
@@ -135,12 +134,12 @@ GPU_KERNELS.register("CumProd", since=26)(lambda ctx, x, axis: cumulative(ctx, x
 
 
 @GPU_KERNELS.register("CastLike", since=15)
-def cast_like(ctx: KernelContext, x: DeviceArray, like: DeviceArray) -> DeviceArray:
+def cast_like(ctx: GPUContext, x: DeviceArray, like: DeviceArray) -> DeviceArray:
     return cast_to(ctx, x, like.dtype)
 
 
 @GPU_KERNELS.register("Range", since=11)
-def range_(ctx: KernelContext, start: DeviceArray, limit: DeviceArray, delta: DeviceArray) -> DeviceArray:
+def range_(ctx: GPUContext, start: DeviceArray, limit: DeviceArray, delta: DeviceArray) -> DeviceArray:
     first, last, step = (_host(ctx, v).reshape(()) for v in (start, limit, delta))
     if step == 0:
         raise InvalidArgumentError("Range delta cannot be 0")
@@ -150,14 +149,14 @@ def range_(ctx: KernelContext, start: DeviceArray, limit: DeviceArray, delta: De
 
 
 @GPU_KERNELS.register("ConstantOfShape", since=9)
-def constant_of_shape(ctx: KernelContext, shape: DeviceArray) -> DeviceArray:
+def constant_of_shape(ctx: GPUContext, shape: DeviceArray) -> DeviceArray:
     value = ctx.attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
     return ctx.backend.from_numpy(np.full([int(d) for d in _host(ctx, shape)], fill, np.asarray(fill).dtype))
 
 
 @GPU_KERNELS.register("EyeLike", since=9)
-def eye_like(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def eye_like(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """Ones on the ``k``-th diagonal of a matrix shaped like ``x``, of type ``dtype`` (else ``x``'s)."""
     code = ctx.attrs.get("dtype")
     rows, columns = x.shape
@@ -166,12 +165,12 @@ def eye_like(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 
 
 @GPU_KERNELS.register("Size", since=1)
-def size(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def size(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     return ctx.backend.from_numpy(np.array(x.size, np.int64))
 
 
 @GPU_KERNELS.register("Compress", since=9)
-def compress(ctx: KernelContext, data: DeviceArray, condition: DeviceArray) -> DeviceArray:
+def compress(ctx: GPUContext, data: DeviceArray, condition: DeviceArray) -> DeviceArray:
     """The slices of ``data`` along ``axis`` (of its flattened elements without one) where ``condition``."""
     axis = ctx.attrs.get("axis")
     source = data.view((data.size,)) if axis is None else data
@@ -185,7 +184,7 @@ def compress(ctx: KernelContext, data: DeviceArray, condition: DeviceArray) -> D
 
 
 @GPU_KERNELS.register("OneHot", since=9)
-def one_hot(ctx: KernelContext, indices: DeviceArray, depth: DeviceArray, values: DeviceArray) -> DeviceArray:
+def one_hot(ctx: GPUContext, indices: DeviceArray, depth: DeviceArray, values: DeviceArray) -> DeviceArray:
     """``values[1]`` where an index (negative from the end) equals the position along the new
     ``axis``, else ``values[0]``: one generated elementwise launch over the broadcast operands."""
     rank = len(indices.shape) + 1
@@ -219,7 +218,7 @@ def one_hot(ctx: KernelContext, indices: DeviceArray, depth: DeviceArray, values
 
 
 @GPU_KERNELS.register("GatherND", since=11)
-def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
+def gather_nd_(ctx: GPUContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
     batch, depth = int(ctx.attrs.get("batch_dims", 0)), indices.shape[-1]
     if indices.shape[:batch] != data.shape[:batch] or not 1 <= depth <= len(data.shape) - batch:
         raise InvalidArgumentError(
@@ -243,14 +242,14 @@ def gather_nd_(ctx: KernelContext, data: DeviceArray, indices: DeviceArray) -> D
 _REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
 
 
-def _reduction(ctx: KernelContext) -> int:
+def _reduction(ctx: GPUContext) -> int:
     name = ctx.attrs.get("reduction", "none")
     if name not in _REDUCTIONS:
         raise InvalidArgumentError(f"{ctx.node.op_type} has no reduction {name!r}")
     return _REDUCTIONS[name]
 
 
-def _copy(ctx: KernelContext, data: DeviceArray) -> DeviceArray:
+def _copy(ctx: GPUContext, data: DeviceArray) -> DeviceArray:
     out = ctx.backend.empty(data.shape, data.dtype)
     if out.size:
         copy_strided(ctx, data, out, [out.size], [1], [1])
@@ -259,7 +258,7 @@ def _copy(ctx: KernelContext, data: DeviceArray) -> DeviceArray:
 
 @GPU_KERNELS.register("ScatterND", since=11)
 def scatter_nd_(
-    ctx: KernelContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
+    ctx: GPUContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
 ) -> DeviceArray:
     depth = indices.shape[-1]
     out = _copy(ctx, data)
@@ -276,7 +275,7 @@ def scatter_nd_(
 @GPU_KERNELS.register("Scatter", since=9, until=11)
 @GPU_KERNELS.register("ScatterElements", since=11)
 def scatter_elements_(
-    ctx: KernelContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
+    ctx: GPUContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
 ) -> DeviceArray:
     rank = len(data.shape)
     axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
@@ -305,7 +304,7 @@ def _check_unpool(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("MaxUnpool", since=9, check=_check_unpool)
 def max_unpool(
-    ctx: KernelContext, x: DeviceArray, indices: DeviceArray, output_shape: DeviceArray | None = None
+    ctx: GPUContext, x: DeviceArray, indices: DeviceArray, output_shape: DeviceArray | None = None
 ) -> DeviceArray:
     """The pooled values scattered to their flat ``indices`` in the unpooled shape (zeros elsewhere),
     padded at the end of each axis up to ``output_shape`` when given, as ONNX's reference does."""

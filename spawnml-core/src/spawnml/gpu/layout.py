@@ -9,16 +9,16 @@ import math
 
 import numpy as np
 
-from ..backend import CheckFn, KernelContext
+from ..backend import CheckFn
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.library.chain import step
+from ..kernel.library.chain import Step, step
 from ..kernel.library.movement import col2im, reverse_sequence
 from ..ops.shapes import as_text, window_attrs
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, _axis, _host, _strides, copy_strided, permuted
+from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, copy_strided, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
 _DEPTH_TO_SPACE = {"DCR": (0, 3, 4, 1, 5, 2), "CRD": (0, 1, 4, 2, 5, 3)}
@@ -37,7 +37,7 @@ def _modes(crd_since: int) -> CheckFn:
     return check
 
 
-def _block(ctx: KernelContext, x: DeviceArray) -> tuple[int, str]:
+def _block(ctx: GPUContext, x: DeviceArray) -> tuple[int, str]:
     block = int(ctx.attrs["blocksize"])
     if len(x.shape) != 4 or block < 1:
         raise InvalidArgumentError(f"blocksize {block} on a tensor of shape {list(x.shape)}; 4-D NCHW wanted")
@@ -45,7 +45,7 @@ def _block(ctx: KernelContext, x: DeviceArray) -> tuple[int, str]:
 
 
 @GPU_KERNELS.register("DepthToSpace", check=_modes(11))
-def depth_to_space(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def depth_to_space(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     (block, mode), (n, c, h, w) = _block(ctx, x), x.shape
     depth = c // (block * block)
     if depth * block * block != c:
@@ -55,7 +55,7 @@ def depth_to_space(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 
 
 @GPU_KERNELS.register("SpaceToDepth", check=_modes(28))
-def space_to_depth(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def space_to_depth(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     (block, mode), (n, c, h, w) = _block(ctx, x), x.shape
     if h % block or w % block:
         raise InvalidArgumentError(f"a {h}x{w} image does not split into blocks of {block}x{block}")
@@ -69,7 +69,7 @@ def _inference(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("Dropout", check=_inference)
-def dropout(ctx: KernelContext, x: DeviceArray, ratio: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
+def dropout(ctx: GPUContext, x: DeviceArray, ratio: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
     """At inference: ``x`` itself, and where asked a mask of ones (bool, the input's type before opset 10)."""
     if len(ctx.node.outputs) < 2 or not ctx.node.outputs[1]:
         return (x,)
@@ -78,7 +78,7 @@ def dropout(ctx: KernelContext, x: DeviceArray, ratio: DeviceArray | None = None
 
 
 @GPU_KERNELS.register("ReverseSequence", since=10)
-def reverse_sequence_(ctx: KernelContext, x: DeviceArray, lengths: DeviceArray) -> DeviceArray:
+def reverse_sequence_(ctx: GPUContext, x: DeviceArray, lengths: DeviceArray) -> DeviceArray:
     """Each batch item's first ``lengths[b]`` steps reversed along ``time_axis``."""
     rank = len(x.shape)
     time, batch = (_axis(int(ctx.attrs.get(a, d)), rank) for a, d in (("time_axis", 0), ("batch_axis", 1)))
@@ -100,7 +100,7 @@ def reverse_sequence_(ctx: KernelContext, x: DeviceArray, lengths: DeviceArray) 
 
 @GPU_KERNELS.register("Col2Im", since=18)
 def col2im_(
-    ctx: KernelContext, x: DeviceArray, image_shape: DeviceArray, block_shape: DeviceArray
+    ctx: GPUContext, x: DeviceArray, image_shape: DeviceArray, block_shape: DeviceArray
 ) -> DeviceArray:
     """Sliding blocks ``(N, C * prod(block), L)`` summed back into images ``(N, C, *image)``."""
     image = [int(d) for d in _host(ctx, image_shape).reshape(-1)]
@@ -133,7 +133,7 @@ def _check_tensor_scatter(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("TensorScatter", since=24, check=_check_tensor_scatter)
 def tensor_scatter(
-    ctx: KernelContext, past: DeviceArray, update: DeviceArray, write_indices: DeviceArray | None = None
+    ctx: GPUContext, past: DeviceArray, update: DeviceArray, write_indices: DeviceArray | None = None
 ) -> DeviceArray:
     """A copy of the cache ``past`` with each batch item's ``update`` steps written along ``axis`` from
     its write index (wrapping around in ``circular`` mode): strided copies of contiguous runs."""
@@ -187,7 +187,7 @@ def _check_bit_cast(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("BitCast", since=26, check=_check_bit_cast, dtypes=BIT_CASTABLE)
-def bit_cast(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def bit_cast(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """The same bits as another type of their width: float32 and int32 share the device's bits,
     the narrower integers are wrapped into the target's range (``x & mask``, sign-extended)."""
     target = from_onnx(int(ctx.attrs["to"]))
@@ -199,11 +199,11 @@ def bit_cast(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
     bits = 8 * target.itemsize
     mask, half = _int32(ctx, 2**bits - 1), _int32(ctx, 2 ** (bits - 1))
     if np.issubdtype(target, np.unsignedinteger):
-        steps = (step("And", [0, 1], target.name),)
+        steps: tuple[Step, ...] = (step("And", [0, 1], target.name),)
         return run_chain(ctx, steps, [relabelled, mask], "wrap_unsigned")
     steps = (step("Add", [0, 2], "int32"), step("And", [3, 1], "int32"), step("Sub", [4, 2], target.name))
     return run_chain(ctx, steps, [relabelled, mask, half], "wrap_signed")
 
 
-def _int32(ctx: KernelContext, value: int) -> DeviceArray:
+def _int32(ctx: GPUContext, value: int) -> DeviceArray:
     return ctx.backend.from_numpy(np.array(value, np.int32))

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import math
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.linalg import determinant
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS, _strides, copy_strided
+from .table import FLOATS, GPU_KERNELS, GPUContext, _strides, copy_strided
 
 
 @GPU_KERNELS.register("Det", since=11, dtypes=FLOATS)
-def det(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def det(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """The determinants of ``x``'s ``(..., n, n)`` matrices."""
     if len(x.shape) < 2 or x.shape[-1] != x.shape[-2]:
         raise InvalidArgumentError(f"Det takes square matrices (..., n, n), not shape {list(x.shape)}")

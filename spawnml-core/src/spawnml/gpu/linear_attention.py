@@ -11,20 +11,19 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.ir import f32
 from ..kernel.library.linear_attention import linear_attention_scan
 from ..ops.defs.attention import check_linear_attention
 from .array import DeviceArray
-from .table import GPU_KERNELS
+from .table import GPU_KERNELS, GPUContext
 
 
 @GPU_KERNELS.register(
     "LinearAttention", since=27, check=check_linear_attention, dtypes=(np.float32, np.float16)
 )
 def linear_attention(
-    ctx: KernelContext,
+    ctx: GPUContext,
     query: DeviceArray,
     key: DeviceArray,
     value: DeviceArray,

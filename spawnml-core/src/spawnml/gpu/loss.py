@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.chain import step
 from ..kernel.library.loss import nll_terms
@@ -16,17 +15,17 @@ from ..kernel.library.scan import log_softmax_rows
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS, GPUContext
 
 
-def _total(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def _total(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     out = ctx.backend.empty((), x.dtype)
     ctx.backend.launch_flat(reduce_kernel("Sum", x.elem), [x, out], 1, D=x.size, inner=1)
     return out
 
 
 def nll(
-    ctx: KernelContext, log_prob: DeviceArray, target: DeviceArray, weight: DeviceArray | None
+    ctx: GPUContext, log_prob: DeviceArray, target: DeviceArray, weight: DeviceArray | None
 ) -> DeviceArray:
     """The loss of picking class ``target`` from ``log_prob`` ``(N, C, ...)``, reduced as the node says."""
     reduction = as_text(ctx.attrs.get("reduction", "mean"))
@@ -54,14 +53,14 @@ def nll(
 
 @GPU_KERNELS.register("NegativeLogLikelihoodLoss", since=12, dtypes=FLOATS)
 def nll_loss(
-    ctx: KernelContext, log_prob: DeviceArray, target: DeviceArray, weight: DeviceArray | None = None
+    ctx: GPUContext, log_prob: DeviceArray, target: DeviceArray, weight: DeviceArray | None = None
 ) -> DeviceArray:
     return nll(ctx, log_prob, target, weight)
 
 
 @GPU_KERNELS.register("SoftmaxCrossEntropyLoss", since=12, dtypes=FLOATS)
 def softmax_cross_entropy(
-    ctx: KernelContext, scores: DeviceArray, labels: DeviceArray, weight: DeviceArray | None = None
+    ctx: GPUContext, scores: DeviceArray, labels: DeviceArray, weight: DeviceArray | None = None
 ) -> tuple[DeviceArray, DeviceArray]:
     log_prob = ctx.backend.empty(scores.shape, scores.dtype)
     inner = math.prod(scores.shape[2:])

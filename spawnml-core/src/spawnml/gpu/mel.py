@@ -9,14 +9,13 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..kernel.ir import f32, f64
 from ..kernel.library.mel import mel_weights
 from .array import DeviceArray
 from .signal import _numeric_output, _scalar
-from .table import GPU_KERNELS, _host
+from .table import GPU_KERNELS, GPUContext, _host
 
 
 def _hertz_to_mel(hertz: float) -> float:
@@ -34,7 +33,7 @@ def mel_edges(bins: int, length: int, rate: int, low_hertz: float, high_hertz: f
 
 @GPU_KERNELS.register("MelWeightMatrix", since=17, check=_numeric_output)
 def mel_weight_matrix(
-    ctx: KernelContext,
+    ctx: GPUContext,
     num_mel_bins: DeviceArray,
     dft_length: DeviceArray,
     sample_rate: DeviceArray,

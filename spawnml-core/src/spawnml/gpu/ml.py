@@ -11,19 +11,18 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.library.chain import step
 from ..ops.defs.ml import ML
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, _host, take
+from .table import GPU_KERNELS, GPUContext, _host, take
 
 _I32 = np.iinfo(np.int32)
 
 
 @GPU_KERNELS.register("Binarizer", domain=ML, dtypes=(np.float32, np.float64, np.int32, np.int64))
-def binarizer(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def binarizer(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """1 where ``x > threshold``, else 0, in ``x``'s type. Floats compare with the threshold in
     their own type; integers with its floor, which decides ``x > threshold`` for them exactly."""
     threshold = float(ctx.attrs.get("threshold", 0.0))
@@ -37,7 +36,7 @@ def binarizer(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 
 
 @GPU_KERNELS.register("ArrayFeatureExtractor", domain=ML, dtypes=(np.float32, np.float64, np.int32, np.int64))
-def array_feature_extractor(ctx: KernelContext, x: DeviceArray, indices: DeviceArray) -> DeviceArray:
+def array_feature_extractor(ctx: GPUContext, x: DeviceArray, indices: DeviceArray) -> DeviceArray:
     """The entries of ``x``'s last axis at ``indices`` (flattened); a vector gives one row."""
     chosen = _host(ctx, indices).reshape(-1)
     width = x.shape[-1] if x.shape else 0

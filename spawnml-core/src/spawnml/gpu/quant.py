@@ -12,7 +12,6 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
@@ -22,7 +21,7 @@ from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
 from .fused import run_chain
 from .narrow import narrowed
 from .reduce import reduce
-from .table import FLOATS, GPU_KERNELS, _axis, matmul, take
+from .table import FLOATS, GPU_KERNELS, GPUContext, _axis, matmul, take
 
 #: The integer types a quantized tensor may have on the GPU.
 QUANTIZED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
@@ -39,7 +38,7 @@ def _check(node: Node, opset: int) -> str | None:
     return None
 
 
-def _along(ctx: KernelContext, param: DeviceArray, shape: tuple[int, ...]) -> DeviceArray:
+def _along(ctx: GPUContext, param: DeviceArray, shape: tuple[int, ...]) -> DeviceArray:
     """A scale or zero point shaped to broadcast against ``shape``: per tensor, axis or block."""
     block = int(ctx.attrs.get("block_size", 0))
     if param.size == 1 and not block:
@@ -60,7 +59,7 @@ def _along(ctx: KernelContext, param: DeviceArray, shape: tuple[int, ...]) -> De
 
 @GPU_KERNELS.register("QuantizeLinear", since=10, check=_check, dtypes=FLOATS)
 def quantize(
-    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
+    ctx: GPUContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
     """``saturate(round_half_even(x / scale) + zero_point)`` in the zero point's type (else
     ``output_dtype``, else uint8); for an 8- or 4-bit float ``x / scale + zero_point`` rounded to
@@ -86,7 +85,7 @@ def quantize(
 
 
 def _quantized(
-    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray, dtype: np.dtype
+    ctx: GPUContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray, dtype: np.dtype
 ) -> DeviceArray:
     info = ml_dtypes.iinfo(dtype)
     bounds = [ctx.backend.from_numpy(np.array(v, np.float32)) for v in (info.min, info.max)]
@@ -113,7 +112,7 @@ def _check_dequantize(node: Node, opset: int) -> str | None:
     "DequantizeLinear", since=10, check=_check_dequantize, dtypes=(*QUANTIZED, np.int32, *NARROW_FLOATS)
 )
 def dequantize(
-    ctx: KernelContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
+    ctx: GPUContext, x: DeviceArray, scale: DeviceArray, zero_point: DeviceArray | None = None
 ) -> DeviceArray:
     """``(x - zero_point) * scale``, the difference taken in the integers (in float32 for the
     8- and 4-bit floats), of type ``output_dtype`` where given, else the scale's."""
@@ -132,7 +131,7 @@ def dequantize(
 
 
 @GPU_KERNELS.register("DynamicQuantizeLinear", since=11, dtypes=FLOATS)
-def dynamic_quantize(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
+def dynamic_quantize(ctx: GPUContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray]:
     """uint8 ``x`` over the range ``[min(0, x), max(0, x)]``, with the scale and zero point it took."""
     low, high = (reduce(ctx, kind, x.view((x.size,)), None).view(()) for kind in ("Min", "Max"))
     zero, levels, one = (ctx.backend.from_numpy(np.array(v, np.float32)) for v in (0, 255, 1))
@@ -157,9 +156,7 @@ def dynamic_quantize(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, D
     return _quantized(ctx, x, scale, zero_point, np.dtype(np.uint8)), scale, zero_point
 
 
-def _shifted(
-    ctx: KernelContext, x: DeviceArray, zero_point: DeviceArray | None, per_row: bool
-) -> DeviceArray:
+def _shifted(ctx: GPUContext, x: DeviceArray, zero_point: DeviceArray | None, per_row: bool) -> DeviceArray:
     """``x - zero_point`` in int32; ``a``'s 1-D zero point is per row, ``b``'s per column."""
     if zero_point is None:
         return run_chain(ctx, (step("Cast", [0], "int32"),), [x], "to_int32")
@@ -170,7 +167,7 @@ def _shifted(
 
 @GPU_KERNELS.register("MatMulInteger", since=10, dtypes=QUANTIZED[:2])
 def matmul_integer(
-    ctx: KernelContext,
+    ctx: GPUContext,
     a: DeviceArray,
     b: DeviceArray,
     a_zero_point: DeviceArray | None = None,
@@ -182,7 +179,7 @@ def matmul_integer(
 
 @GPU_KERNELS.register("QLinearMatMul", since=10, dtypes=QUANTIZED[:2])
 def qlinear_matmul(
-    ctx: KernelContext,
+    ctx: GPUContext,
     a: DeviceArray,
     a_scale: DeviceArray,
     a_zero_point: DeviceArray,
@@ -201,7 +198,7 @@ def qlinear_matmul(
 
 
 def requantized(
-    ctx: KernelContext,
+    ctx: GPUContext,
     total: DeviceArray,
     a_scale: DeviceArray,
     b_scale: DeviceArray,

@@ -9,7 +9,6 @@ from functools import cache
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.ir import Kernel, i32
 from ..kernel.library.chain import step
@@ -17,7 +16,7 @@ from ..kernel.library.conv import conv_direct
 from .array import DeviceArray
 from .fused import run_chain
 from .quant import QUANTIZED, requantized
-from .table import GPU_KERNELS
+from .table import GPU_KERNELS, GPUContext
 from .vision import Windows
 
 EIGHT_BIT = QUANTIZED[:2]
@@ -28,7 +27,7 @@ def _kernel(constants: tuple[tuple[str, int], ...]) -> Kernel:
     return conv_direct.specialize(T=i32, **dict(constants))
 
 
-def _shifted(ctx: KernelContext, x: DeviceArray, zero_point: DeviceArray | None, rank: int) -> DeviceArray:
+def _shifted(ctx: GPUContext, x: DeviceArray, zero_point: DeviceArray | None, rank: int) -> DeviceArray:
     """``x - zero_point`` in int32; a zero point of several values is one per slice of axis 0."""
     if zero_point is None:
         return run_chain(ctx, (step("Cast", [0], "int32"),), [x], "to_int32")
@@ -38,7 +37,7 @@ def _shifted(ctx: KernelContext, x: DeviceArray, zero_point: DeviceArray | None,
 
 
 def integer_conv(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     w: DeviceArray,
     x_zero_point: DeviceArray | None,
@@ -72,7 +71,7 @@ def integer_conv(
 
 @GPU_KERNELS.register("ConvInteger", since=10, dtypes=EIGHT_BIT)
 def conv_integer(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     w: DeviceArray,
     x_zero_point: DeviceArray | None = None,
@@ -83,7 +82,7 @@ def conv_integer(
 
 @GPU_KERNELS.register("QLinearConv", since=10, dtypes=EIGHT_BIT)
 def qlinear_conv(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     x_scale: DeviceArray,
     x_zero_point: DeviceArray,

@@ -14,14 +14,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backend import CheckFn, KernelContext
+from ..backend import CheckFn
 from ..ir import Node
 from ..kernel.library.chain import step
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .control import _slice
 from .fused import ChainBuilder, ChainValue, run_chain, scalar
-from .table import FLOATS, GPU_KERNELS, _host, _strides, concatenate, copy_strided, matmul, permuted
+from .table import (
+    FLOATS,
+    GPU_KERNELS,
+    GPUContext,
+    _host,
+    _strides,
+    concatenate,
+    copy_strided,
+    matmul,
+    permuted,
+)
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 #: The activation functions a recurrent node may name, as the elementwise operators computing them.
@@ -64,7 +74,7 @@ def _checker(op: str) -> CheckFn:
     return check
 
 
-def _rows(ctx: KernelContext, x: DeviceArray, start: int, count: int) -> DeviceArray:
+def _rows(ctx: GPUContext, x: DeviceArray, start: int, count: int) -> DeviceArray:
     """Rows ``start`` to ``start + count`` of ``x`` along its first axis, copied."""
     shape = (count, *x.shape[1:])
     out = ctx.backend.empty(shape, x.dtype)
@@ -79,7 +89,7 @@ class _Cell:
 
     def __init__(
         self,
-        ctx: KernelContext,
+        ctx: GPUContext,
         x: DeviceArray,
         w: DeviceArray,
         r: DeviceArray,
@@ -109,7 +119,7 @@ class _Cell:
             self.bias.append(zeros if bias is None else _rows(ctx, bias, (gates + g) * hidden, hidden))
 
     def gate(
-        self, ctx: KernelContext, chain: ChainBuilder, g: int, t: int, h: DeviceArray, *extra: ChainValue
+        self, ctx: GPUContext, chain: ChainBuilder, g: int, t: int, h: DeviceArray, *extra: ChainValue
     ) -> ChainValue:
         """Gate ``g`` at step ``t``: ``x_t W_g^T + h R_g^T + Wb_g + Rb_g`` plus ``extra``, clipped."""
         projected = chain.input(_slice(ctx, self.projected[g], 0, t))
@@ -129,13 +139,13 @@ class _Cell:
         return chain.add(self.functions[k], value)
 
 
-def _rnn_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
+def _rnn_step(ctx: GPUContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
     chain = ChainBuilder()
     cell.act(chain, 0, cell.gate(ctx, chain, 0, t, states[0]))
     return [chain.run(ctx, states[0].dtype, "rnn_step")]
 
 
-def _gru_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
+def _gru_step(ctx: GPUContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
     """``h' = (1 - z) * g(n) + z * h``, the reset gate applied after (``linear_before_reset``) or
     before the candidate's recurrence product."""
     (h,) = states
@@ -166,7 +176,7 @@ def _gru_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]
     return [chain.run(ctx, h.dtype, "gru_step")]
 
 
-def _lstm_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
+def _lstm_step(ctx: GPUContext, cell: _Cell, t: int, states: list[DeviceArray]) -> list[DeviceArray]:
     """Gates in ONNX's order i, o, f, c; peepholes (``P``) on i and f from the old cell, on o from the new."""
     h, c, *peepholes = states
     chain = ChainBuilder()
@@ -195,14 +205,14 @@ def _lstm_step(ctx: KernelContext, cell: _Cell, t: int, states: list[DeviceArray
 STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
 
 
-def _masked(ctx: KernelContext, active: DeviceArray, new: DeviceArray, old: DeviceArray) -> DeviceArray:
+def _masked(ctx: GPUContext, active: DeviceArray, new: DeviceArray, old: DeviceArray) -> DeviceArray:
     chain = ChainBuilder()
     chain.add("Where", chain.input(active), chain.input(new), chain.input(old))
     return chain.run(ctx, new.dtype, "recurrent_mask")
 
 
 def recurrent(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     w: DeviceArray,
     r: DeviceArray,

@@ -15,16 +15,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.library.chain import step
+from ..kernel.library.chain import Step, step
 from ..kernel.library.reductions import FLOAT_KINDS, arg_kernel, reduce_kernel
 from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
 from .fused import run_chain, scalar
-from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, _axes, _axis, _host, permuted
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext, _axes, _axis, _host, permuted
 
 #: The value of each reduction over no elements, given the element type.
 _EMPTY = {
@@ -36,7 +35,7 @@ _EMPTY = {
 }
 
 
-def _rows(ctx: KernelContext, x: DeviceArray, reduced: Sequence[int]) -> tuple[DeviceArray, int, int]:
+def _rows(ctx: GPUContext, x: DeviceArray, reduced: Sequence[int]) -> tuple[DeviceArray, int, int]:
     """``x`` (transposed when the reduced axes are apart), the row length ``D`` and ``inner``."""
     rank = len(x.shape)
     first, last = reduced[0], reduced[-1]
@@ -50,7 +49,7 @@ def _shape(x: DeviceArray, reduced: Sequence[int], keep: bool) -> tuple[int, ...
     return tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keep or i not in reduced)
 
 
-def reduce(ctx: KernelContext, kind: str, x: DeviceArray, axes: DeviceArray | None) -> DeviceArray:
+def reduce(ctx: GPUContext, kind: str, x: DeviceArray, axes: DeviceArray | None) -> DeviceArray:
     """The ``kind`` reduction of ``x`` over the node's axes."""
     if kind in FLOAT_KINDS and not x.elem.is_float:
         raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float tensors, not {x.dtype}")
@@ -70,7 +69,7 @@ def reduce(ctx: KernelContext, kind: str, x: DeviceArray, axes: DeviceArray | No
     return out
 
 
-def arg(ctx: KernelContext, x: DeviceArray, largest: bool) -> DeviceArray:
+def arg(ctx: GPUContext, x: DeviceArray, largest: bool) -> DeviceArray:
     """ArgMax / ArgMin along ``axis``: int64 indices."""
     axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
     shape = _shape(x, [axis], bool(ctx.attrs.get("keepdims", 1)))
@@ -84,7 +83,7 @@ def arg(ctx: KernelContext, x: DeviceArray, largest: bool) -> DeviceArray:
     return out
 
 
-def top_k(ctx: KernelContext, x: DeviceArray, k: int) -> tuple[DeviceArray, DeviceArray]:
+def top_k(ctx: GPUContext, x: DeviceArray, k: int) -> tuple[DeviceArray, DeviceArray]:
     """The ``k`` largest (or smallest) values along ``axis``, in order, and their int64 indices."""
     axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
     if not 0 <= k <= x.shape[axis]:
@@ -105,7 +104,7 @@ def _p_one_or_two(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("LpNormalization", check=_p_one_or_two, dtypes=FLOATS)
-def lp_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def lp_normalization(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """``x`` over its L1 or L2 norm along ``axis``; 0 where the norm is 0."""
     axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
     if x.size == 0:
@@ -128,11 +127,11 @@ MVN_EPSILON = 1e-9
 
 
 @GPU_KERNELS.register("MeanVarianceNormalization", since=9, dtypes=FLOATS)
-def mean_variance_normalization(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def mean_variance_normalization(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """``(x - mean) / (std + 1e-9)`` over ``axes`` (the node's, default 0, 2, 3): two mean reductions
     and two generated chains."""
     mean = reduce(ctx, "Mean", x, None)
-    steps = (step("Sub", [0, 1], "float32"), step("Mul", [2, 2], x.dtype.name))
+    steps: tuple[Step, ...] = (step("Sub", [0, 1], "float32"), step("Mul", [2, 2], x.dtype.name))
     squares = run_chain(ctx, steps, [x, mean], "centred_squares")
     variance = reduce(ctx, "Mean", squares, None)
     steps = (

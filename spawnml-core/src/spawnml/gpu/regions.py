@@ -11,14 +11,13 @@ from functools import cache
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.ir import Kernel, Scalar
 from ..kernel.library.regions import deform_conv, roi_align
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS
+from .table import FLOATS, GPU_KERNELS, GPUContext
 from .vision import Windows
 
 
@@ -33,9 +32,7 @@ def _check_roi_align(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("RoiAlign", since=10, check=_check_roi_align, dtypes=(*FLOATS, np.float64))
-def roi_align_(
-    ctx: KernelContext, x: DeviceArray, rois: DeviceArray, batch_indices: DeviceArray
-) -> DeviceArray:
+def roi_align_(ctx: GPUContext, x: DeviceArray, rois: DeviceArray, batch_indices: DeviceArray) -> DeviceArray:
     """The regions ``rois`` of the images ``batch_indices`` pooled to ``output_height`` by
     ``output_width`` bins; before opset 16 coordinates are not shifted by half a pixel."""
     count = batch_indices.size
@@ -86,7 +83,7 @@ def _deform_kernel(elem: Scalar, constants: tuple[tuple[str, int], ...], masked:
 
 @GPU_KERNELS.register("DeformConv", since=19, check=_check_deform_conv, dtypes=(*FLOATS, np.float64))
 def deform_conv_(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: DeviceArray,
     w: DeviceArray,
     offset: DeviceArray,

@@ -69,7 +69,7 @@ def source_coords(
     return x / scale  # asymmetric
 
 
-def _nearest(coords: np.ndarray, mode: str, shrinking: bool) -> np.ndarray:
+def _nearest(coords: np.ndarray, mode: str, shrinking: bool | np.bool_) -> np.ndarray:
     if mode == "round_prefer_floor":
         return np.ceil(coords - F32(0.5))
     if mode == "round_prefer_ceil":
@@ -94,7 +94,7 @@ def outside(size: int, out: int, scale: float, attrs: Mapping[str, Any], roi: tu
 
 
 def taps(
-    size: int, out: int, scale: float, attrs: Mapping[str, Any], roi: tuple[F32, F32] = (F32(0), F32(1))
+    size: int, out: int, scale: float | F32, attrs: Mapping[str, Any], roi: tuple[F32, F32] = (F32(0), F32(1))
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(index, weight)``, each ``(taps, out)``: int32 input positions clamped to the axis, and
     float32 weights (one tap of weight 1 for nearest). An antialiased filter widens by ``1 /

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.grid_sample import (
@@ -24,7 +23,7 @@ from ..kernel.library.grid_sample import (
 )
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS, _host, matmul, permuted
+from .table import FLOATS, GPU_KERNELS, GPUContext, _host, matmul, permuted
 
 
 def _grid_line(size: int, align_corners: bool) -> np.ndarray:
@@ -35,7 +34,7 @@ def _grid_line(size: int, align_corners: bool) -> np.ndarray:
 
 
 @GPU_KERNELS.register("AffineGrid", since=20, dtypes=FLOATS)
-def affine_grid(ctx: KernelContext, theta: DeviceArray, size: DeviceArray) -> DeviceArray:
+def affine_grid(ctx: GPUContext, theta: DeviceArray, size: DeviceArray) -> DeviceArray:
     """``(N, *spatial, rank)`` sampling coordinates, innermost axis first, as GridSample reads them."""
     dims = [int(d) for d in _host(ctx, size).reshape(-1)]
     rank = len(dims) - 2
@@ -70,7 +69,7 @@ def _check_grid_sample(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("GridSample", since=16, check=_check_grid_sample, dtypes=FLOATS)
-def grid_sample(ctx: KernelContext, x: DeviceArray, grid: DeviceArray) -> DeviceArray:
+def grid_sample(ctx: GPUContext, x: DeviceArray, grid: DeviceArray) -> DeviceArray:
     """``x`` (N, C, *spatial) sampled at ``grid`` (N, *out, rank): the taps of every point and
     axis, then their weighted sum per channel."""
     spatial = x.shape[2:]

@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.chain import step
@@ -34,14 +33,14 @@ from ..kernel.library.selection import (
 )
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, _axis, _host, concatenate
+from .table import GPU_KERNELS, GPUContext, _axis, _host, concatenate
 
 #: Elements one thread of NonZero's counting and writing kernels walks.
 BLOCK = 256
 INT64 = np.dtype(np.int64)
 
 
-def _offsets(ctx: KernelContext, counts: DeviceArray) -> tuple[DeviceArray, int]:
+def _offsets(ctx: GPUContext, counts: DeviceArray) -> tuple[DeviceArray, int]:
     """The exclusive running sums of ``counts`` (on the device) and their total, read back."""
     offsets = ctx.backend.empty(counts.shape, np.dtype(np.int32))
     total = ctx.backend.empty((1,), np.dtype(np.int32))
@@ -49,7 +48,7 @@ def _offsets(ctx: KernelContext, counts: DeviceArray) -> tuple[DeviceArray, int]
     return offsets, int(ctx.backend.to_numpy(total)[0])
 
 
-def _nonzero_count(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, int, int]:
+def _nonzero_count(ctx: GPUContext, x: DeviceArray) -> tuple[DeviceArray, int, int]:
     """The offsets of each block of ``x``'s non-zero elements, their total, and the block count."""
     blocks = -(-x.size // BLOCK)
     counts = ctx.backend.empty((blocks,), np.dtype(np.int32))
@@ -60,7 +59,7 @@ def _nonzero_count(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, int
 
 
 @GPU_KERNELS.register("NonZero", since=9)
-def nonzero(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def nonzero(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """The coordinates of the non-zero elements, ``(rank, count)`` in row-major order; a scalar
     counts as a vector of one element."""
     shape = x.shape or (1,)
@@ -76,7 +75,7 @@ def nonzero(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
 
 
 @GPU_KERNELS.register("Unique", since=11)
-def unique(ctx: KernelContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray, DeviceArray]:
+def unique(ctx: GPUContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, DeviceArray, DeviceArray]:
     """The distinct elements (or slices along ``axis``), sorted or in order of first occurrence,
     with the index of each one's first occurrence, each input's place among them, and counts."""
     axis = ctx.attrs.get("axis")
@@ -116,7 +115,7 @@ def _check_box_format(node: Node, opset: int) -> str | None:
     return None if code in (0, 1) else f"center_point_box={code} is not 0 (corners) or 1 (centre and size)"
 
 
-def _thresholds(ctx: KernelContext, iou: DeviceArray | None, score: DeviceArray | None) -> DeviceArray:
+def _thresholds(ctx: GPUContext, iou: DeviceArray | None, score: DeviceArray | None) -> DeviceArray:
     """The IoU and score thresholds side by side on the device (0 where not given)."""
     zero = np.zeros(1, np.float32)
     given = [ctx.backend.from_numpy(zero) if t is None or not t.size else t.view((1,)) for t in (iou, score)]
@@ -125,7 +124,7 @@ def _thresholds(ctx: KernelContext, iou: DeviceArray | None, score: DeviceArray 
 
 @GPU_KERNELS.register("NonMaxSuppression", since=10, check=_check_box_format, dtypes=(np.float32,))
 def non_max_suppression(
-    ctx: KernelContext,
+    ctx: GPUContext,
     boxes: DeviceArray,
     scores: DeviceArray,
     max_output_boxes_per_class: DeviceArray | None = None,

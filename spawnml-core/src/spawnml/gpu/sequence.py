@@ -13,17 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..ops.defs.control import FLOAT_CODE
 from ..tensor import EMPTY_OPTIONAL, TensorSequence
 from .array import PHYSICAL, DeviceArray
-from .table import GPU_KERNELS, _axis, _host, _strides, concatenate, copy_strided
+from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, concatenate, copy_strided
 
 
-def _position(ctx: KernelContext, position: DeviceArray, size: int, insert: bool = False) -> int:
+def _position(ctx: GPUContext, position: DeviceArray, size: int, insert: bool = False) -> int:
     """A position in ``[-size, size)`` (``[-size, size]`` to insert) counted from the front."""
     index = int(_host(ctx, position).reshape(-1)[0])
     end = size + 1 if insert else size
@@ -43,12 +42,12 @@ def _held_dtype(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("SequenceEmpty", since=11, check=_held_dtype)
-def sequence_empty(ctx: KernelContext) -> TensorSequence:
+def sequence_empty(ctx: GPUContext) -> TensorSequence:
     return TensorSequence((), from_onnx(int(ctx.attrs.get("dtype", FLOAT_CODE))))
 
 
 @GPU_KERNELS.register("SequenceConstruct", since=11)
-def sequence_construct(ctx: KernelContext, *tensors: DeviceArray) -> TensorSequence:
+def sequence_construct(ctx: GPUContext, *tensors: DeviceArray) -> TensorSequence:
     for tensor in tensors[1:]:
         _joining(tensors[0].dtype, tensor)
     return TensorSequence(tuple(tensors), tensors[0].dtype)
@@ -56,7 +55,7 @@ def sequence_construct(ctx: KernelContext, *tensors: DeviceArray) -> TensorSeque
 
 @GPU_KERNELS.register("SequenceInsert", since=11)
 def sequence_insert(
-    ctx: KernelContext, sequence: TensorSequence, tensor: DeviceArray, position: DeviceArray | None = None
+    ctx: GPUContext, sequence: TensorSequence, tensor: DeviceArray, position: DeviceArray | None = None
 ) -> TensorSequence:
     _joining(sequence.dtype, tensor)
     items = list(sequence.items)
@@ -67,7 +66,7 @@ def sequence_insert(
 
 @GPU_KERNELS.register("SequenceErase", since=11)
 def sequence_erase(
-    ctx: KernelContext, sequence: TensorSequence, position: DeviceArray | None = None
+    ctx: GPUContext, sequence: TensorSequence, position: DeviceArray | None = None
 ) -> TensorSequence:
     items = list(sequence.items)
     del items[-1 if position is None else _position(ctx, position, len(items))]
@@ -75,16 +74,16 @@ def sequence_erase(
 
 
 @GPU_KERNELS.register("SequenceAt", since=11)
-def sequence_at(ctx: KernelContext, sequence: TensorSequence, position: DeviceArray) -> DeviceArray:
+def sequence_at(ctx: GPUContext, sequence: TensorSequence, position: DeviceArray) -> DeviceArray:
     return sequence.items[_position(ctx, position, len(sequence))]
 
 
 @GPU_KERNELS.register("SequenceLength", since=11)
-def sequence_length(ctx: KernelContext, sequence: TensorSequence) -> DeviceArray:
+def sequence_length(ctx: GPUContext, sequence: TensorSequence) -> DeviceArray:
     return ctx.backend.from_numpy(np.array(len(sequence), np.int64))
 
 
-def _piece(ctx: KernelContext, x: DeviceArray, axis: int, start: int, count: int) -> DeviceArray:
+def _piece(ctx: GPUContext, x: DeviceArray, axis: int, start: int, count: int) -> DeviceArray:
     """``count`` entries of ``x`` from ``start`` along ``axis``, copied."""
     shape = [*x.shape[:axis], count, *x.shape[axis + 1 :]]
     out = ctx.backend.empty(shape, x.dtype)
@@ -107,15 +106,15 @@ def _split_sizes(split: np.ndarray, size: int) -> list[int]:
 
 
 @GPU_KERNELS.register("SplitToSequence", since=11)
-def split_to_sequence(
-    ctx: KernelContext, data: DeviceArray, split: DeviceArray | None = None
-) -> TensorSequence:
+def split_to_sequence(ctx: GPUContext, data: DeviceArray, split: DeviceArray | None = None) -> TensorSequence:
     """Pieces of ``data`` along ``axis``, sized by ``split`` (a scalar: the size of every piece but
     a shorter last one), or of one element each, the axis dropped unless ``keepdims``."""
     axis = _axis(int(ctx.attrs.get("axis", 0)), len(data.shape))
     size = data.shape[axis]
     sizes = [1] * size if split is None else _split_sizes(_host(ctx, split), size)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if sizes else []
+    starts: Sequence[int] | np.ndarray = (
+        np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if sizes else []
+    )
     pieces: Sequence[DeviceArray] = [
         _piece(ctx, data, axis, s, n) for s, n in zip(starts, sizes, strict=True)
     ]
@@ -125,7 +124,7 @@ def split_to_sequence(
 
 
 @GPU_KERNELS.register("ConcatFromSequence", since=11)
-def concat_from_sequence(ctx: KernelContext, sequence: TensorSequence) -> DeviceArray:
+def concat_from_sequence(ctx: GPUContext, sequence: TensorSequence) -> DeviceArray:
     """The tensors joined along ``axis``, or stacked on a new one (``new_axis``)."""
     if not len(sequence):
         raise InvalidArgumentError("cannot concatenate an empty sequence")
@@ -140,17 +139,17 @@ def concat_from_sequence(ctx: KernelContext, sequence: TensorSequence) -> Device
 
 
 @GPU_KERNELS.register("Optional", since=15)
-def optional(ctx: KernelContext, value: Any = None) -> Any:
+def optional(ctx: GPUContext, value: Any = None) -> Any:
     return EMPTY_OPTIONAL if value is None else value
 
 
 @GPU_KERNELS.register("OptionalHasElement", since=15)
-def optional_has_element(ctx: KernelContext, value: Any = None) -> DeviceArray:
+def optional_has_element(ctx: GPUContext, value: Any = None) -> DeviceArray:
     return ctx.backend.from_numpy(np.array(value is not None and value is not EMPTY_OPTIONAL))
 
 
 @GPU_KERNELS.register("OptionalGetElement", since=15)
-def optional_get_element(ctx: KernelContext, value: Any) -> Any:
+def optional_get_element(ctx: GPUContext, value: Any) -> Any:
     if value is EMPTY_OPTIONAL:
         raise InvalidArgumentError("the optional is empty")
     return value

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
@@ -19,7 +18,7 @@ from ..kernel.library.dft import dft as dft_kernel
 from ..ops.defs.signal import dft_axis, dft_sizes, stft_frames
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, _host, take
+from .table import FLOATS, GPU_KERNELS, GPUContext, _host, take
 
 
 def _flags(node: Node, opset: int) -> str | None:
@@ -27,13 +26,13 @@ def _flags(node: Node, opset: int) -> str | None:
     return f"{', '.join(bad)} must be 0 or 1" if bad else None
 
 
-def _scalar(ctx: KernelContext, x: DeviceArray) -> int:
+def _scalar(ctx: GPUContext, x: DeviceArray) -> int:
     return int(_host(ctx, x).reshape(-1)[0])
 
 
 @GPU_KERNELS.register("DFT", since=17, check=_flags, dtypes=FLOATS)
 def dft(
-    ctx: KernelContext, x: DeviceArray, dft_length: DeviceArray | None = None, axis: DeviceArray | None = None
+    ctx: GPUContext, x: DeviceArray, dft_length: DeviceArray | None = None, axis: DeviceArray | None = None
 ) -> DeviceArray:
     """``(..., 1 or 2)`` real or complex input; complex output, or real from a one-sided inverse."""
     chosen = dft_axis(int(ctx.attrs.get("axis", -2)) if axis is None else _scalar(ctx, axis), len(x.shape))
@@ -44,7 +43,7 @@ def dft(
 
 
 def transform(
-    ctx: KernelContext, x: DeviceArray, axis: int, length: int | None, inverse: bool, onesided: bool
+    ctx: GPUContext, x: DeviceArray, axis: int, length: int | None, inverse: bool, onesided: bool
 ) -> DeviceArray:
     """The DFT of ``x`` along ``axis`` (in range, not the last), of ``length`` (else the axis')."""
     parts = x.shape[-1]
@@ -66,7 +65,7 @@ def transform(
 
 @GPU_KERNELS.register("STFT", since=17, check=_flags, dtypes=FLOATS)
 def stft(
-    ctx: KernelContext,
+    ctx: GPUContext,
     signal: DeviceArray,
     frame_step: DeviceArray,
     window: DeviceArray | None = None,
@@ -123,7 +122,7 @@ def _numeric_output(node: Node, opset: int) -> str | None:
     )
 
 
-def _window(ctx: KernelContext, size: DeviceArray, coefficients: tuple[float, ...]) -> DeviceArray:
+def _window(ctx: GPUContext, size: DeviceArray, coefficients: tuple[float, ...]) -> DeviceArray:
     """The window of ``size`` points over a period of ``size`` (``periodic``) or ``size - 1``."""
     count = _scalar(ctx, size)
     if count < 1:

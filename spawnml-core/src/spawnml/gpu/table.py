@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING, overload
 
 import ml_dtypes
 import numpy as np
@@ -33,6 +34,17 @@ from .narrow import NARROWED, narrowed
 
 GPU_KERNELS = KernelTable()
 
+if TYPE_CHECKING:
+    from .backend import GPUBackend
+
+    class GPUContext(KernelContext):
+        """The context of a kernel in :data:`GPU_KERNELS`: only a :class:`GPUBackend` runs them."""
+
+        backend: GPUBackend
+
+else:
+    GPUContext = KernelContext
+
 #: What the float-only kernels computing in float32 take (the 16-bit floats held as float32);
 #: declared so that other types are refused at load.
 FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
@@ -40,6 +52,8 @@ FLOATS = (np.float32, np.float16, ml_dtypes.bfloat16)
 #: device holds it.
 ALL_FLOATS = (*FLOATS, np.float64)
 Array = DeviceArray
+#: Integers from an attribute, or read back from the device.
+Ints = Sequence[int] | np.ndarray
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -58,7 +72,11 @@ def _broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
     ]
 
 
-def _host(ctx: KernelContext, x: Array | None) -> np.ndarray | None:
+@overload
+def _host(ctx: GPUContext, x: Array) -> np.ndarray: ...
+@overload
+def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None: ...
+def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None:
     return None if x is None else ctx.backend.to_numpy(x)
 
 
@@ -87,7 +105,7 @@ def _elem_of(op: str, x: Array) -> Scalar:
     return x.elem
 
 
-def unary(ctx: KernelContext, op: str, x: Array, out_dtype: np.dtype | None = None) -> Array:
+def unary(ctx: GPUContext, op: str, x: Array, out_dtype: np.dtype | None = None) -> Array:
     """``op`` on every element of ``x``."""
     out = ctx.backend.empty(x.shape, out_dtype or x.dtype)
     k = _mapped(op, _elem_of(op, x), out.elem, None)
@@ -95,7 +113,7 @@ def unary(ctx: KernelContext, op: str, x: Array, out_dtype: np.dtype | None = No
     return out
 
 
-def binary(ctx: KernelContext, op: str, x: Array, y: Array) -> Array:
+def binary(ctx: GPUContext, op: str, x: Array, y: Array) -> Array:
     """``op`` on ``x`` and ``y`` broadcast against each other."""
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, np.dtype(np.bool_) if op in _COMPARISONS else x.dtype)
@@ -121,7 +139,7 @@ def _register_elementwise() -> None:
         GPU_KERNELS.register(op)(lambda ctx, x, _op=op: unary(ctx, _op, x))
 
 
-def legacy_operand(ctx: KernelContext, a: Array, b: Array) -> Array:
+def legacy_operand(ctx: GPUContext, a: Array, b: Array) -> Array:
     """Before opset 7, ``broadcast=1`` lays B's dims onto A's from ``axis`` (default: trailing)."""
     if not ctx.attrs.get("broadcast"):
         return b
@@ -131,7 +149,7 @@ def legacy_operand(ctx: KernelContext, a: Array, b: Array) -> Array:
 
 
 @GPU_KERNELS.register("Pow", until=7, dtypes=ALL_FLOATS)
-def pow_legacy(ctx: KernelContext, x: Array, y: Array) -> Array:
+def pow_legacy(ctx: GPUContext, x: Array, y: Array) -> Array:
     return pow_(ctx, x, legacy_operand(ctx, x, y))
 
 
@@ -140,7 +158,7 @@ POW_INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
 
 
 @GPU_KERNELS.register("Pow", since=7, dtypes=(*ALL_FLOATS, *POW_INTEGERS))
-def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
+def pow_(ctx: GPUContext, x: Array, y: Array) -> Array:
     """``x ** y`` of the base's type. A float base takes the exponent cast to its type; an integer
     base with a float exponent is raised in float32 and truncated, with an integer exponent by
     repeated squaring."""
@@ -159,7 +177,7 @@ def pow_(ctx: KernelContext, x: Array, y: Array) -> Array:
     return out
 
 
-def _variadic(ctx: KernelContext, op: str, xs: Sequence[Array]) -> Array:
+def _variadic(ctx: GPUContext, op: str, xs: Sequence[Array]) -> Array:
     out = xs[0]
     for x in xs[1:]:
         out = binary(ctx, op, out, x)
@@ -170,7 +188,7 @@ _register_elementwise()
 
 
 @GPU_KERNELS.register("Where", since=9)
-def where(ctx: KernelContext, cond: Array, x: Array, y: Array) -> Array:
+def where(ctx: GPUContext, cond: Array, x: Array, y: Array) -> Array:
     shape = np.broadcast_shapes(cond.shape, x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
     rows = [_broadcast_strides(a.shape, shape) for a in (cond, x, y)]
@@ -187,11 +205,11 @@ def _check_cast(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("Cast", since=6, check=_check_cast)
-def cast(ctx: KernelContext, x: Array) -> Array:
+def cast(ctx: GPUContext, x: Array) -> Array:
     return cast_to(ctx, x, from_onnx(int(ctx.attrs["to"])))
 
 
-def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
+def cast_to(ctx: GPUContext, x: Array, target: np.dtype) -> Array:
     """``x`` as ``target``: to bool by comparing with 0, to a 16-bit float rounded to its precision,
     to an 8- or 4-bit float rounded and to a 2- to 16-bit integer wrapped as :mod:`.narrow` does
     (the node's ``saturate``, default 1, saying whether values past a float's range saturate)."""
@@ -209,7 +227,7 @@ def cast_to(ctx: KernelContext, x: Array, target: np.dtype) -> Array:
 
 # Data movement ----------------------------------------------------------------------------
 def copy_strided(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: Array,
     out: Array,
     shape: Sequence[int],
@@ -225,7 +243,7 @@ def copy_strided(
     ctx.backend.launch_flat(k, [x, out, meta], math.prod(shape), **scalars)
 
 
-def permuted(ctx: KernelContext, x: Array, perm: Sequence[int]) -> Array:
+def permuted(ctx: GPUContext, x: Array, perm: Sequence[int]) -> Array:
     shape = [x.shape[p] for p in perm]
     out = ctx.backend.empty(shape, x.dtype)
     strides = _strides(x.shape)
@@ -234,13 +252,13 @@ def permuted(ctx: KernelContext, x: Array, perm: Sequence[int]) -> Array:
 
 
 @GPU_KERNELS.register("Transpose")
-def transpose(ctx: KernelContext, x: Array) -> Array:
+def transpose(ctx: GPUContext, x: Array) -> Array:
     perm = ctx.attrs.get("perm") or list(range(len(x.shape)))[::-1]
     return permuted(ctx, x, [int(p) for p in perm])
 
 
 @GPU_KERNELS.register("Expand", since=8)
-def expand(ctx: KernelContext, x: Array, shape: Array) -> Array:
+def expand(ctx: GPUContext, x: Array, shape: Array) -> Array:
     target = np.broadcast_shapes(x.shape, tuple(int(d) for d in _host(ctx, shape)))
     out = ctx.backend.empty(target, x.dtype)
     copy_strided(ctx, x, out, target, _broadcast_strides(x.shape, target), _strides(target))
@@ -248,7 +266,7 @@ def expand(ctx: KernelContext, x: Array, shape: Array) -> Array:
 
 
 @GPU_KERNELS.register("Slice", until=10)
-def slice_legacy(ctx: KernelContext, x: Array) -> Array:
+def slice_legacy(ctx: GPUContext, x: Array) -> Array:
     """Before opset 10 the bounds and axes are attributes, the steps all 1."""
     starts, ends = ctx.attrs["starts"], ctx.attrs["ends"]
     return sliced(ctx, x, starts, ends, ctx.attrs.get("axes") or range(len(starts)), [1] * len(starts))
@@ -256,7 +274,7 @@ def slice_legacy(ctx: KernelContext, x: Array) -> Array:
 
 @GPU_KERNELS.register("Slice", since=10)
 def slice_(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: Array,
     starts: Array,
     ends: Array,
@@ -270,12 +288,12 @@ def slice_(
 
 
 def sliced(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: Array,
-    starts: Sequence[int],
-    ends: Sequence[int],
-    axes: Sequence[int],
-    steps: Sequence[int],
+    starts: Ints,
+    ends: Ints,
+    axes: Ints,
+    steps: Ints,
 ) -> Array:
     """``x`` cut to ``starts:ends:steps`` along ``axes`` (Python's slice rules), copied."""
     rank = len(x.shape)
@@ -296,11 +314,11 @@ def sliced(
 
 
 @GPU_KERNELS.register("Concat", since=4)
-def concat(ctx: KernelContext, *xs: Array) -> Array:
+def concat(ctx: GPUContext, *xs: Array) -> Array:
     return concatenate(ctx, xs, _axis(int(ctx.attrs["axis"]), len(xs[0].shape)))
 
 
-def concatenate(ctx: KernelContext, xs: Sequence[Array], axis: int) -> Array:
+def concatenate(ctx: GPUContext, xs: Sequence[Array], axis: int) -> Array:
     """``xs`` joined along ``axis`` (in range)."""
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
@@ -314,11 +332,11 @@ def concatenate(ctx: KernelContext, xs: Sequence[Array], axis: int) -> Array:
 
 
 @GPU_KERNELS.register("Gather", since=1)
-def gather_(ctx: KernelContext, data: Array, indices: Array) -> Array:
+def gather_(ctx: GPUContext, data: Array, indices: Array) -> Array:
     return take(ctx, data, indices, _axis(int(ctx.attrs.get("axis", 0)), len(data.shape)))
 
 
-def take(ctx: KernelContext, data: Array, indices: Array, axis: int) -> Array:
+def take(ctx: GPUContext, data: Array, indices: Array, axis: int) -> Array:
     """The entries of ``data`` at ``indices`` (negative from the end) along ``axis`` (in range)."""
     shape = [*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]]
     out = ctx.backend.empty(shape, data.dtype)
@@ -330,7 +348,7 @@ def take(ctx: KernelContext, data: Array, indices: Array, axis: int) -> Array:
 
 # Views ------------------------------------------------------------------------------------
 @GPU_KERNELS.register("Reshape", since=5)
-def reshape(ctx: KernelContext, x: Array, shape: Array) -> Array:
+def reshape(ctx: GPUContext, x: Array, shape: Array) -> Array:
     wanted = [int(d) for d in _host(ctx, shape)]
     if not ctx.attrs.get("allowzero", 0):
         wanted = [x.shape[i] if d == 0 else d for i, d in enumerate(wanted)]
@@ -341,19 +359,19 @@ def reshape(ctx: KernelContext, x: Array, shape: Array) -> Array:
 
 
 @GPU_KERNELS.register("Flatten", since=1)
-def flatten(ctx: KernelContext, x: Array) -> Array:
+def flatten(ctx: GPUContext, x: Array) -> Array:
     axis = int(ctx.attrs.get("axis", 1))
     axis = axis + len(x.shape) if axis < 0 else axis
     return x.view((math.prod(x.shape[:axis]), math.prod(x.shape[axis:])))
 
 
-def _axes(ctx: KernelContext, given: Array | None) -> list[int] | None:
+def _axes(ctx: GPUContext, given: Array | None) -> list[int] | None:
     axes = ctx.attrs.get("axes") if given is None else _host(ctx, given)
     return None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
 
 
 @GPU_KERNELS.register("Squeeze", since=1)
-def squeeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+def squeeze(ctx: GPUContext, x: Array, axes: Array | None = None) -> Array:
     chosen = _axes(ctx, axes)
     drop = (
         {i for i, d in enumerate(x.shape) if d == 1}
@@ -364,7 +382,7 @@ def squeeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
 
 
 @GPU_KERNELS.register("Unsqueeze", since=1)
-def unsqueeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
+def unsqueeze(ctx: GPUContext, x: Array, axes: Array | None = None) -> Array:
     chosen = _axes(ctx, axes) or []
     rank = len(x.shape) + len(chosen)
     shape, rest = [], iter(x.shape)
@@ -375,12 +393,12 @@ def unsqueeze(ctx: KernelContext, x: Array, axes: Array | None = None) -> Array:
 
 
 @GPU_KERNELS.register("Identity", since=1)
-def identity(ctx: KernelContext, x: Array) -> Array:
+def identity(ctx: GPUContext, x: Array) -> Array:
     return x
 
 
 @GPU_KERNELS.register("Shape", since=1)
-def shape_(ctx: KernelContext, x: Array) -> Array:
+def shape_(ctx: GPUContext, x: Array) -> Array:
     start, end = int(ctx.attrs.get("start", 0)), ctx.attrs.get("end")
     dims = x.shape[start : None if end is None else int(end)]
     return ctx.backend.from_numpy(np.array(dims, np.int64))
@@ -393,7 +411,7 @@ def _float(x: Array, op: str) -> None:
 
 
 @GPU_KERNELS.register("MatMul", since=1, dtypes=(*ALL_FLOATS, np.int32))
-def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
+def matmul(ctx: GPUContext, a: Array, b: Array) -> Array:
     """Float or int32 products (int32 wrapping on overflow, as numpy's do)."""
     a2 = a.view((1, *a.shape)) if len(a.shape) == 1 else a
     b2 = b.view((*b.shape, 1)) if len(b.shape) == 1 else b
@@ -413,7 +431,7 @@ def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     return out.view(tuple(shape))
 
 
-def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
+def _batched(ctx: GPUContext, x: Array, batch: tuple[int, ...]) -> Array:
     """``x`` as one matrix or one per batch item (expanded when partly broadcast)."""
     own = x.shape[:-2]
     if math.prod(own) == 1 or (1,) * (len(batch) - len(own)) + own == batch:
@@ -425,7 +443,7 @@ def _batched(ctx: KernelContext, x: Array, batch: tuple[int, ...]) -> Array:
 
 
 @GPU_KERNELS.register("Softmax", since=1, dtypes=ALL_FLOATS)
-def softmax(ctx: KernelContext, x: Array) -> Array:
+def softmax(ctx: GPUContext, x: Array) -> Array:
     _float(x, "Softmax")
     rank = len(x.shape)
     axis = _axis(int(ctx.attrs.get("axis", -1 if ctx.opset >= 13 else 1)), rank)
@@ -447,19 +465,19 @@ def _float_stash(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("LayerNormalization", since=17, check=_float_stash, dtypes=FLOATS)
 def layer_norm(
-    ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
+    ctx: GPUContext, x: Array, scale: Array, bias: Array | None = None
 ) -> tuple[Array, Array, Array]:
     """Y, and the Mean and InvStdDev of each normalized row (in the input's rank, 1 along the axes)."""
     return normalize(ctx, x, scale, bias, centered=True)
 
 
 @GPU_KERNELS.register("RMSNormalization", since=23, check=_float_stash, dtypes=FLOATS)
-def rms_norm(ctx: KernelContext, x: Array, scale: Array) -> Array:
+def rms_norm(ctx: GPUContext, x: Array, scale: Array) -> Array:
     return normalize(ctx, x, scale, None, centered=False)[0]
 
 
 def normalize(
-    ctx: KernelContext, x: Array, scale: Array, bias: Array | None, centered: bool
+    ctx: GPUContext, x: Array, scale: Array, bias: Array | None, centered: bool
 ) -> tuple[Array, Array, Array]:
     """Layer (``centered``) or RMS normalization over the axes from ``axis`` on, with the statistics."""
     _float(x, "LayerNormalization" if centered else "RMSNormalization")
@@ -476,7 +494,7 @@ def normalize(
     return out, mean, inv_std
 
 
-def _sized(ctx: KernelContext, p: Array | None, shape: tuple[int, ...]) -> Array:
+def _sized(ctx: GPUContext, p: Array | None, shape: tuple[int, ...]) -> Array:
     """A scale or bias as one value per normalized element (zeros when absent)."""
     if p is None:
         return ctx.backend.constant(np.zeros(math.prod(shape), np.float32), np.float32)

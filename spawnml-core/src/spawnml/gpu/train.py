@@ -10,160 +10,29 @@ state buffer is bound to a stand-in its branch never touches."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..kernel.frontend import kernel
-from ..kernel.ir import f32, u32
-from ..kernel.lang import Buffer, Const, ReadBuffer, global_id, sqrt
+from ..kernel.library.optim import adam_step, rmsprop_step, sgd_step
 from ..ops.defs.misc import OPTIMIZER_STATES, TRAINING_DOMAIN, optimizer_groups
 from ..ops.defs.train import DOMAIN
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .fused import ChainBuilder, ChainValue, scalar
-from .table import FLOATS, GPU_KERNELS, _host
+from .table import FLOATS, GPU_KERNELS, GPUContext, _host
 
 Array = DeviceArray
 
 
-@kernel(workgroup=(64,))
-def sgd_step(
-    param: ReadBuffer[f32],
-    grad: ReadBuffer[f32],
-    buf: ReadBuffer[f32],
-    param_out: Buffer[f32],
-    buf_out: Buffer[f32],
-    n: u32,
-    width: u32,
-    lr: f32,
-    weight_decay: f32,
-    momentum: f32,
-    keep: f32,
-    MAXIMIZE: Const[bool],
-    DECAY: Const[bool],
-    MOMENTUM: Const[bool],
-    FRESH: Const[bool],
-    NESTEROV: Const[bool],
-):
-    """SGD; ``keep`` is ``1 - dampening``, ``FRESH`` starts the momentum buffer at the step."""
-    i = global_id(1) * width + global_id(0)
-    if i < n:
-        p = param[i]
-        d = -grad[i] if MAXIMIZE else grad[i]
-        if DECAY:
-            d = d + p * weight_decay
-        if MOMENTUM:
-            b = d if FRESH else buf[i] * momentum + d * keep
-            buf_out[i] = b
-            d = d + b * momentum if NESTEROV else b
-        param_out[i] = p - d * lr
-
-
-@kernel(workgroup=(64,))
-def adam_step(
-    param: ReadBuffer[f32],
-    grad: ReadBuffer[f32],
-    exp_avg: ReadBuffer[f32],
-    exp_avg_sq: ReadBuffer[f32],
-    max_sq: ReadBuffer[f32],
-    param_out: Buffer[f32],
-    exp_avg_out: Buffer[f32],
-    exp_avg_sq_out: Buffer[f32],
-    max_sq_out: Buffer[f32],
-    n: u32,
-    width: u32,
-    shrink: f32,
-    weight_decay: f32,
-    rest1: f32,
-    beta2: f32,
-    rest2: f32,
-    step_size: f32,
-    correction2_sqrt: f32,
-    eps: f32,
-    MAXIMIZE: Const[bool],
-    DECAY: Const[bool],
-    DECOUPLED: Const[bool],
-    AMSGRAD: Const[bool],
-):
-    """Adam / AdamW; ``shrink`` is ``1 - lr * weight_decay``, ``rest1`` and ``rest2`` ``1 - beta``."""
-    i = global_id(1) * width + global_id(0)
-    if i < n:
-        p = param[i]
-        g = -grad[i] if MAXIMIZE else grad[i]
-        if DECAY:
-            if DECOUPLED:
-                p = p * shrink
-            else:
-                g = g + p * weight_decay
-        m = exp_avg[i]
-        m = m + (g - m) * rest1
-        v = exp_avg_sq[i] * beta2 + g * rest2 * g
-        exp_avg_out[i] = m
-        exp_avg_sq_out[i] = v
-        if AMSGRAD:
-            v = max(max_sq[i], v)
-            max_sq_out[i] = v
-        denom = sqrt(v) / correction2_sqrt + eps
-        param_out[i] = p - m / denom * step_size
-
-
-@kernel(workgroup=(64,))
-def rmsprop_step(
-    param: ReadBuffer[f32],
-    grad: ReadBuffer[f32],
-    square_avg: ReadBuffer[f32],
-    buf: ReadBuffer[f32],
-    grad_avg: ReadBuffer[f32],
-    param_out: Buffer[f32],
-    square_avg_out: Buffer[f32],
-    buf_out: Buffer[f32],
-    grad_avg_out: Buffer[f32],
-    n: u32,
-    width: u32,
-    lr: f32,
-    alpha: f32,
-    rest: f32,
-    eps: f32,
-    weight_decay: f32,
-    momentum: f32,
-    MAXIMIZE: Const[bool],
-    DECAY: Const[bool],
-    MOMENTUM: Const[bool],
-    CENTERED: Const[bool],
-):
-    """RMSprop; ``rest`` is ``1 - alpha``."""
-    i = global_id(1) * width + global_id(0)
-    if i < n:
-        p = param[i]
-        g = -grad[i] if MAXIMIZE else grad[i]
-        if DECAY:
-            g = g + p * weight_decay
-        s = square_avg[i] * alpha + g * rest * g
-        square_avg_out[i] = s
-        avg = sqrt(s)
-        if CENTERED:
-            a = grad_avg[i]
-            a = a + (g - a) * rest
-            grad_avg_out[i] = a
-            avg = sqrt(s - a * a)
-        avg = avg + eps
-        if MOMENTUM:
-            b = buf[i] * momentum + g / avg
-            buf_out[i] = b
-            param_out[i] = p - b * lr
-        else:
-            param_out[i] = p - g / avg * lr
-
-
-def _outputs(ctx: KernelContext, like: Array, present: list[bool]) -> list[Array]:
+def _outputs(ctx: GPUContext, like: Array, present: list[bool]) -> list[Array]:
     """A new array like ``like`` where ``present``, else a one-element stand-in."""
     return [ctx.backend.empty(like.shape if p else (1,), like.dtype) for p in present]
 
 
 @GPU_KERNELS.register("SGDStep", domain=DOMAIN, dtypes=FLOATS)
-def sgd(ctx: KernelContext, param: Array, grad: Array, buf: Array | None = None) -> tuple[Array, ...]:
+def sgd(ctx: GPUContext, param: Array, grad: Array, buf: Array | None = None) -> tuple[Array, ...]:
     a = ctx.attrs
     momentum = bool(a["momentum"])
     out, buf_out = _outputs(ctx, param, [True, momentum])
@@ -182,7 +51,7 @@ def sgd(ctx: KernelContext, param: Array, grad: Array, buf: Array | None = None)
 
 @GPU_KERNELS.register("AdamStep", domain=DOMAIN, dtypes=FLOATS)
 def adam(
-    ctx: KernelContext,
+    ctx: GPUContext,
     param: Array,
     grad: Array,
     exp_avg: Array,
@@ -216,7 +85,7 @@ def adam(
 
 @GPU_KERNELS.register("RMSpropStep", domain=DOMAIN, dtypes=FLOATS)
 def rmsprop(
-    ctx: KernelContext,
+    ctx: GPUContext,
     param: Array,
     grad: Array,
     square_avg: Array,
@@ -254,13 +123,13 @@ def rmsprop(
 # on the host, and the rate's decay or bias correction folded into one scalar.
 
 
-def _decayed_gradient(ctx: KernelContext, chain: ChainBuilder, x: ChainValue, g: DeviceArray) -> ChainValue:
+def _decayed_gradient(ctx: GPUContext, chain: ChainBuilder, x: ChainValue, g: DeviceArray) -> ChainValue:
     """``norm_coefficient * x + g``."""
     scaled = chain.add("Mul", chain.input(scalar(ctx, ctx.attrs.get("norm_coefficient", 0.0))), x)
     return chain.add("Add", scaled, chain.input(g))
 
 
-def _adagrad(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, h: Array) -> tuple[Array, ...]:
+def _adagrad(ctx: GPUContext, rate: float, step: int, x: Array, g: Array, h: Array) -> tuple[Array, ...]:
     rate = rate / (1 + step * ctx.attrs.get("decay_factor", 0.0))
     chain = ChainBuilder()
     gradient = _decayed_gradient(ctx, chain, chain.input(x), g)
@@ -277,7 +146,7 @@ def _adagrad(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, h: 
     return chain.run(ctx, x.dtype, "adagrad_update"), new_h
 
 
-def _momentum(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, v: Array) -> tuple[Array, ...]:
+def _momentum(ctx: GPUContext, rate: float, step: int, x: Array, g: Array, v: Array) -> tuple[Array, ...]:
     alpha, beta = ctx.attrs.get("alpha", 0.0), ctx.attrs.get("beta", 0.0) if step > 0 else 1.0
     chain = ChainBuilder()
     gradient = _decayed_gradient(ctx, chain, chain.input(x), g)
@@ -295,7 +164,7 @@ def _momentum(ctx: KernelContext, rate: float, step: int, x: Array, g: Array, v:
 
 
 def _adam(
-    ctx: KernelContext, rate: float, step: int, x: Array, g: Array, v: Array, h: Array
+    ctx: GPUContext, rate: float, step: int, x: Array, g: Array, v: Array, h: Array
 ) -> tuple[Array, ...]:
     alpha, beta = ctx.attrs.get("alpha", 0.9), ctx.attrs.get("beta", 0.999)
     states = []
@@ -321,7 +190,11 @@ def _adam(
     return chain.run(ctx, x.dtype, "adam_update"), *states
 
 
-_PREVIEW_UPDATES = {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam}
+_PREVIEW_UPDATES: dict[str, Callable[..., tuple[Array, ...]]] = {
+    "Adagrad": _adagrad,
+    "Momentum": _momentum,
+    "Adam": _adam,
+}
 
 
 def _check_momentum(node: Node, opset: int) -> str | None:
@@ -332,7 +205,7 @@ def _check_momentum(node: Node, opset: int) -> str | None:
 def _preview_optimizer(name: str) -> Any:
     update, states = _PREVIEW_UPDATES[name], OPTIMIZER_STATES[name]
 
-    def optimize(ctx: KernelContext, rate: Array, step: Array, *tensors: Array) -> tuple[Array, ...]:
+    def optimize(ctx: GPUContext, rate: Array, step: Array, *tensors: Array) -> tuple[Array, ...]:
         count = optimizer_groups(name, 2 + len(tensors))
         if len(tensors) != count * (2 + states):
             raise InvalidArgumentError(f"{name} takes X, G and {states} state tensor(s) per optimized tensor")

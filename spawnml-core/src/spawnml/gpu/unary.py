@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..kernel.library.chain import step
 from ..kernel.library.remainder import float_mod
 from .array import DeviceArray
 from .fused import run_chain
-from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, _broadcast_strides
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext, _broadcast_strides
 
 BOOL = np.dtype(np.bool_)
 INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.uint32, np.uint64)
@@ -51,7 +50,7 @@ FLOAT_UNARY = {
 
 
 def elementwise(
-    ctx: KernelContext, op: str, inputs: list[DeviceArray], dtype: Any = None, **attrs: Any
+    ctx: GPUContext, op: str, inputs: list[DeviceArray], dtype: Any = None, **attrs: Any
 ) -> DeviceArray:
     """``op`` over ``inputs`` broadcast together, its result of ``dtype`` (the first input's)."""
     dtype = np.dtype(dtype or inputs[0].dtype)
@@ -83,7 +82,7 @@ def _register() -> None:
 
 
 @GPU_KERNELS.register("Mod", since=10, dtypes=(*INTEGERS, *ALL_FLOATS))
-def mod(ctx: KernelContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
+def mod(ctx: GPUContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
     """Integers by the generated chain; floats by the exact long-division kernel (``a - b * trunc(a /
     b)`` would round)."""
     if not x.elem.is_float:
@@ -104,13 +103,13 @@ def mod(ctx: KernelContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
 
 
 @GPU_KERNELS.register("BitwiseNot", since=18, dtypes=SHIFTABLE)
-def bitwise_not(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def bitwise_not(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """``x ^ ones``: all bits of the type set (-1, or its largest value when unsigned)."""
     ones = np.iinfo(x.dtype).max if np.issubdtype(x.dtype, np.unsignedinteger) else -1
     return elementwise(ctx, "Xor", [x, ctx.backend.from_numpy(np.array(ones, x.dtype))])
 
 
-def _gated(ctx: KernelContext, x: DeviceArray, *factors: DeviceArray) -> DeviceArray:
+def _gated(ctx: GPUContext, x: DeviceArray, *factors: DeviceArray) -> DeviceArray:
     """``x * sigmoid(alpha * x)``, times each of ``factors``."""
     alpha = ctx.backend.from_numpy(np.array(ctx.attrs.get("alpha", 1.0), np.float32))
     inputs, name = [x, alpha, *factors], x.dtype.name
@@ -122,18 +121,18 @@ def _gated(ctx: KernelContext, x: DeviceArray, *factors: DeviceArray) -> DeviceA
 
 
 @GPU_KERNELS.register("Swish", since=24, dtypes=FLOATS)
-def swish(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+def swish(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     return _gated(ctx, x)
 
 
 @GPU_KERNELS.register("SwiGLU", since=28, dtypes=FLOATS)
-def swiglu(ctx: KernelContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
+def swiglu(ctx: GPUContext, a: DeviceArray, b: DeviceArray) -> DeviceArray:
     """``a * sigmoid(alpha * a) * b``."""
     return _gated(ctx, a, b)
 
 
 @GPU_KERNELS.register("PRelu", until=7, dtypes=FLOATS)
-def prelu_legacy(ctx: KernelContext, x: DeviceArray, slope: DeviceArray) -> DeviceArray:
+def prelu_legacy(ctx: GPUContext, x: DeviceArray, slope: DeviceArray) -> DeviceArray:
     """Before opset 7 a 1-D slope as long as the channel axis is per channel, not broadcast."""
     if len(slope.shape) == 1 and len(x.shape) > 2 and slope.size == x.shape[1] != 1:
         slope = slope.view((slope.size, *[1] * (len(x.shape) - 2)))
@@ -142,7 +141,7 @@ def prelu_legacy(ctx: KernelContext, x: DeviceArray, slope: DeviceArray) -> Devi
 
 @GPU_KERNELS.register("Clip", since=1)
 def clip(
-    ctx: KernelContext, x: DeviceArray, low: DeviceArray | None = None, high: DeviceArray | None = None
+    ctx: GPUContext, x: DeviceArray, low: DeviceArray | None = None, high: DeviceArray | None = None
 ) -> DeviceArray:
     """Clip: bounds as inputs from opset 11, as ``min``/``max`` attributes before."""
     bounds = [b for b in (low, high) if b is not None]

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError, SpawnMLError
 from ..ir import Node
 from ..kernel import ir
@@ -44,7 +43,7 @@ from ..passes.conv_activation import ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, _strides, concatenate, copy_strided, permuted, where
+from .table import FLOATS, GPU_KERNELS, GPUContext, _strides, concatenate, copy_strided, permuted, where
 from .unary import swish
 
 Array = DeviceArray
@@ -75,7 +74,7 @@ class Windows:
     ends: list[int]
 
     @classmethod
-    def of(cls, ctx: KernelContext, x: Array, kernel: Sequence[int], transposed: bool = False) -> Windows:
+    def of(cls, ctx: GPUContext, x: Array, kernel: Sequence[int], transposed: bool = False) -> Windows:
         spatial = x.shape[2:]
         if not 1 <= len(spatial) <= 3 or len(kernel) != len(spatial):
             raise InvalidArgumentError(
@@ -112,7 +111,7 @@ def _float(x: Array, op: str) -> None:
         raise InvalidArgumentError(f"{op} on the GPU takes float tensors, not {x.dtype}")
 
 
-def _grid(ctx: KernelContext, rows: int) -> tuple[int, int]:
+def _grid(ctx: GPUContext, rows: int) -> tuple[int, int]:
     """A 2-D grid of one workgroup per row."""
     across = min(rows, ctx.backend.runtime.max_groups)
     return across, -(-rows // across)
@@ -140,12 +139,12 @@ def _conv_kernel(which: str, constants: tuple[tuple[str, int], ...], activation:
     return activated(k, _activation(name, params), f"{k.name}_{name.lower()}")
 
 
-def _bias(ctx: KernelContext, b: Array | None, channels: int) -> Array:
+def _bias(ctx: GPUContext, b: Array | None, channels: int) -> Array:
     return b if b is not None else ctx.backend.constant(np.zeros(channels, np.float32), np.float32)
 
 
 def convolve(
-    ctx: KernelContext, x: Array, w: Array, b: Array | None, activation: Activation | None = None
+    ctx: GPUContext, x: Array, w: Array, b: Array | None, activation: Activation | None = None
 ) -> Array:
     """Grouped cross-correlation: a tiled matrix product where the groups are wide enough (and
     its grid fits the device), else one thread per output (depthwise and small convolutions)."""
@@ -172,7 +171,7 @@ def convolve(
 
 
 @GPU_KERNELS.register("Conv", since=1, dtypes=FLOATS)
-def conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
+def conv(ctx: GPUContext, x: Array, w: Array, b: Array | None = None) -> Array:
     return convolve(ctx, x, w, b)
 
 
@@ -188,7 +187,7 @@ def _check_fused_conv(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("FusedConv", domain=MS_DOMAIN, since=1, check=_check_fused_conv, dtypes=FLOATS)
-def fused_conv(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
+def fused_conv(ctx: GPUContext, x: Array, w: Array, b: Array | None = None) -> Array:
     """``activation(Conv(x, w) + b)``, the activation applied as each output is stored."""
     name = as_text(ctx.attrs.get("activation", ""))
     params = tuple(float(p) for p in ctx.attrs.get("activation_params") or ())
@@ -202,7 +201,7 @@ def _check_causal_activation(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("CausalConvWithState", since=27, check=_check_causal_activation, dtypes=FLOATS)
 def causal_conv_with_state(
-    ctx: KernelContext, x: Array, w: Array, b: Array | None = None, past_state: Array | None = None
+    ctx: GPUContext, x: Array, w: Array, b: Array | None = None, past_state: Array | None = None
 ) -> tuple[Array, Array]:
     """A depthwise causal 1-D convolution over ``past_state`` (zeros when absent) followed by ``x``,
     SiLU-activated if asked, and the last ``k - 1`` steps as the next state."""
@@ -225,7 +224,7 @@ def causal_conv_with_state(
 
 
 @GPU_KERNELS.register("LRN", dtypes=FLOATS)
-def local_response_norm_(ctx: KernelContext, x: Array) -> Array:
+def local_response_norm_(ctx: GPUContext, x: Array) -> Array:
     """Local response normalization across the channels of ``(N, C, ...)``."""
     if len(x.shape) < 2:
         raise InvalidArgumentError(f"LRN takes an input of shape (N, C, ...), not {list(x.shape)}")
@@ -244,7 +243,7 @@ def local_response_norm_(ctx: KernelContext, x: Array) -> Array:
 
 
 @GPU_KERNELS.register("ConvTranspose", since=1, dtypes=FLOATS)
-def conv_transpose_(ctx: KernelContext, x: Array, w: Array, b: Array | None = None) -> Array:
+def conv_transpose_(ctx: GPUContext, x: Array, w: Array, b: Array | None = None) -> Array:
     _float(x, "ConvTranspose")
     kernel = ctx.attrs.get("kernel_shape") or w.shape[2:]
     windows = Windows.of(ctx, x, kernel, transposed=True)
@@ -258,7 +257,7 @@ def conv_transpose_(ctx: KernelContext, x: Array, w: Array, b: Array | None = No
 
 
 # Pooling -----------------------------------------------------------------------------------
-def _pooled(ctx: KernelContext, x: Array) -> tuple[Windows, Array]:
+def _pooled(ctx: GPUContext, x: Array) -> tuple[Windows, Array]:
     kernel = [int(k) for k in ctx.attrs["kernel_shape"]]
     windows = Windows.of(ctx, x, kernel)
     return windows, ctx.backend.empty((*x.shape[:2], *windows.out[3 - len(kernel) :]), x.dtype)
@@ -270,7 +269,7 @@ def _scalars(windows: Windows) -> dict[str, int]:
 
 
 @GPU_KERNELS.register("MaxPool", since=1)
-def max_pool_(ctx: KernelContext, x: Array) -> Array | tuple[Array, Array]:
+def max_pool_(ctx: GPUContext, x: Array) -> Array | tuple[Array, Array]:
     """The window maxima and, when the node asks for them, their flat positions (Indices)."""
     windows, y = _pooled(ctx, x)
     wanted = any(ctx.node.outputs[1:])
@@ -284,7 +283,7 @@ def max_pool_(ctx: KernelContext, x: Array) -> Array | tuple[Array, Array]:
 
 
 @GPU_KERNELS.register("AveragePool", since=1, dtypes=FLOATS)
-def average_pool_(ctx: KernelContext, x: Array) -> Array:
+def average_pool_(ctx: GPUContext, x: Array) -> Array:
     _float(x, "AveragePool")
     windows, y = _pooled(ctx, x)
     include = bool(ctx.attrs.get("count_include_pad", 0))
@@ -295,7 +294,7 @@ def average_pool_(ctx: KernelContext, x: Array) -> Array:
 
 
 @GPU_KERNELS.register("LpPool", since=2, dtypes=FLOATS)
-def lp_pool_(ctx: KernelContext, x: Array) -> Array:
+def lp_pool_(ctx: GPUContext, x: Array) -> Array:
     _float(x, "LpPool")
     windows, y = _pooled(ctx, x)
     k = lp_pool.specialize(T=f32, P=int(ctx.attrs.get("p", 2)), **dict(windows.constants))
@@ -303,7 +302,7 @@ def lp_pool_(ctx: KernelContext, x: Array) -> Array:
     return y
 
 
-def _global_pool(ctx: KernelContext, x: Array, average: bool) -> Array:
+def _global_pool(ctx: GPUContext, x: Array, average: bool) -> Array:
     _float(x, ctx.node.op_type)
     y = ctx.backend.empty((*x.shape[:2], *(1,) * (len(x.shape) - 2)), x.dtype)
     rows, size = math.prod(x.shape[:2]), math.prod(x.shape[2:])
@@ -315,12 +314,12 @@ def _global_pool(ctx: KernelContext, x: Array, average: bool) -> Array:
 
 
 @GPU_KERNELS.register("GlobalAveragePool", since=1, dtypes=FLOATS)
-def global_average_pool(ctx: KernelContext, x: Array) -> Array:
+def global_average_pool(ctx: GPUContext, x: Array) -> Array:
     return _global_pool(ctx, x, average=True)
 
 
 @GPU_KERNELS.register("GlobalMaxPool", since=1, dtypes=FLOATS)
-def global_max_pool(ctx: KernelContext, x: Array) -> Array:
+def global_max_pool(ctx: GPUContext, x: Array) -> Array:
     return _global_pool(ctx, x, average=False)
 
 
@@ -340,8 +339,8 @@ def _check_batch_norm(node: Node, opset: int) -> str | None:
 
 @GPU_KERNELS.register("BatchNormalization", since=6, check=_check_batch_norm, dtypes=FLOATS)
 def batch_norm_(
-    ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array
-) -> Array | tuple[Array, Array, Array]:
+    ctx: GPUContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array
+) -> Array | tuple[Array, ...]:
     """Inference: the given mean and variance, one per channel (axis 1). Training: the batch's, and
     the running statistics moved toward them by ``1 - momentum``."""
     _float(x, "BatchNormalization")
@@ -361,7 +360,7 @@ def batch_norm_(
     return _normalized(ctx, x, scale, bias, mean, var)
 
 
-def _channel_statistics(ctx: KernelContext, x: Array) -> tuple[Array, Array]:
+def _channel_statistics(ctx: GPUContext, x: Array) -> tuple[Array, Array]:
     """The mean and (population) variance of each channel (axis 1) over the batch and positions."""
     channels = x.shape[1]
     rows = permuted(ctx, x, [1, 0, *range(2, len(x.shape))]).view((channels, x.size // channels))
@@ -374,7 +373,7 @@ def _channel_statistics(ctx: KernelContext, x: Array) -> tuple[Array, Array]:
     return mean, var
 
 
-def _normalized(ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array) -> Array:
+def _normalized(ctx: GPUContext, x: Array, scale: Array, bias: Array, mean: Array, var: Array) -> Array:
     y = ctx.backend.empty(x.shape, x.dtype)
     channels = x.shape[1] if len(x.shape) > 1 else 1
     inner = math.prod(x.shape[2:])
@@ -384,9 +383,7 @@ def _normalized(ctx: KernelContext, x: Array, scale: Array, bias: Array, mean: A
     return y
 
 
-def _normalize_groups(
-    ctx: KernelContext, x: Array, scale: Array, bias: Array, groups: int, share: int
-) -> Array:
+def _normalize_groups(ctx: GPUContext, x: Array, scale: Array, bias: Array, groups: int, share: int) -> Array:
     """Standardize each of ``groups`` channel groups per image, then scale and shift per channel."""
     _float(x, ctx.node.op_type)
     batch, channels = x.shape[:2]
@@ -411,12 +408,12 @@ def _normalize_groups(
 
 
 @GPU_KERNELS.register("InstanceNormalization", since=6, dtypes=FLOATS)
-def instance_norm(ctx: KernelContext, x: Array, scale: Array, bias: Array) -> Array:
+def instance_norm(ctx: GPUContext, x: Array, scale: Array, bias: Array) -> Array:
     return _normalize_groups(ctx, x, scale, bias, groups=x.shape[1], share=1)
 
 
 @GPU_KERNELS.register("GroupNormalization", since=18, dtypes=FLOATS)
-def group_norm_(ctx: KernelContext, x: Array, scale: Array, bias: Array) -> Array:
+def group_norm_(ctx: GPUContext, x: Array, scale: Array, bias: Array) -> Array:
     """Scale and bias are per group before opset 21, per channel since."""
     groups = int(ctx.attrs["num_groups"])
     share = x.shape[1] // groups if ctx.opset < 21 and groups else 1
@@ -424,7 +421,7 @@ def group_norm_(ctx: KernelContext, x: Array, scale: Array, bias: Array) -> Arra
 
 
 # Resize -------------------------------------------------------------------------------------
-def _host(ctx: KernelContext, x: Array | None) -> np.ndarray | None:
+def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None:
     return None if x is None or x.size == 0 else ctx.backend.to_numpy(x)
 
 
@@ -439,7 +436,7 @@ def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[
 
 
 def resize(
-    ctx: KernelContext, x: Array, attrs: dict[str, Any], scales: Any, sizes: Any, roi: Any = None
+    ctx: GPUContext, x: Array, attrs: dict[str, Any], scales: Any, sizes: Any, roi: Any = None
 ) -> Array:
     """Resample ``x`` one axis at a time through host-computed taps; a crop's outside positions
     then take ``extrapolation_value``."""
@@ -474,7 +471,7 @@ def resize(
     return y
 
 
-def _legacy(ctx: KernelContext) -> dict[str, Any]:
+def _legacy(ctx: GPUContext) -> dict[str, Any]:
     """Upsample and Resize-10 as the attributes of a later Resize."""
     mode = as_text(ctx.attrs.get("mode", "nearest"))
     return {
@@ -490,13 +487,13 @@ def _check_legacy(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("Resize", since=10, until=11, check=_check_legacy, dtypes=FLOATS)
-def resize_10(ctx: KernelContext, x: Array, scales: Array) -> Array:
+def resize_10(ctx: GPUContext, x: Array, scales: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
 
 
 @GPU_KERNELS.register("Resize", since=11, check=resample.check, dtypes=FLOATS)
 def resize_11(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: Array,
     roi: Array | None = None,
     scales: Array | None = None,
@@ -506,12 +503,12 @@ def resize_11(
 
 
 @GPU_KERNELS.register("Upsample", since=7, until=9, check=_check_legacy, dtypes=FLOATS)
-def upsample_7(ctx: KernelContext, x: Array) -> Array:
+def upsample_7(ctx: GPUContext, x: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), ctx.attrs["scales"], None)
 
 
 @GPU_KERNELS.register("Upsample", since=9, until=10, check=_check_legacy, dtypes=FLOATS)
-def upsample_9(ctx: KernelContext, x: Array, scales: Array) -> Array:
+def upsample_9(ctx: GPUContext, x: Array, scales: Array) -> Array:
     return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
 
 
@@ -529,9 +526,7 @@ def _check_pad(node: Node, opset: int) -> str | None:
     return None if mode in PAD_MODES else f"mode {mode!r} is not one of {sorted(PAD_MODES)}"
 
 
-def padded(
-    ctx: KernelContext, x: Array, begins: list[int], ends: list[int], mode: int, value: Array
-) -> Array:
+def padded(ctx: GPUContext, x: Array, begins: list[int], ends: list[int], mode: int, value: Array) -> Array:
     """``x`` widened by ``begins``/``ends`` per axis (negative values crop) in pad ``mode``."""
     shape = [size + b + e for size, b, e in zip(x.shape, begins, ends, strict=True)]
     if any(d < 0 for d in shape):
@@ -551,7 +546,7 @@ def _axes_of(axes: Sequence[int] | np.ndarray | None, rank: int) -> list[int]:
 
 @GPU_KERNELS.register("Pad", since=2, check=_check_pad)
 def pad(
-    ctx: KernelContext,
+    ctx: GPUContext,
     x: Array,
     pads: Array | None = None,
     value: Array | None = None,
@@ -559,7 +554,11 @@ def pad(
 ) -> Array:
     """Constant, reflect, edge or wrap padding; negative pads crop."""
     rank = len(x.shape)
-    widths = [int(p) for p in (ctx.attrs["pads"] if ctx.opset < 11 else _host(ctx, pads).reshape(-1))]
+    if ctx.opset < 11:
+        widths = [int(p) for p in ctx.attrs["pads"]]
+    else:
+        assert pads is not None  # an input from opset 11, required by the schema
+        widths = [int(p) for p in ctx.backend.to_numpy(pads).reshape(-1)]
     chosen = _axes_of(_host(ctx, axes), rank)
     if len(widths) != 2 * len(chosen):
         raise InvalidArgumentError(f"Pad has {len(widths)} pads for {len(chosen)} axes")
@@ -573,11 +572,11 @@ def pad(
 
 
 @GPU_KERNELS.register("CenterCropPad", since=18)
-def center_crop_pad(ctx: KernelContext, x: Array, shape: Array) -> Array:
+def center_crop_pad(ctx: GPUContext, x: Array, shape: Array) -> Array:
     """Each listed axis cropped or zero-padded to its target size, centred (the odd one after)."""
     rank = len(x.shape)
     chosen = _axes_of(ctx.attrs.get("axes"), rank)
-    targets = [int(t) for t in _host(ctx, shape).reshape(-1)]
+    targets = [int(t) for t in ctx.backend.to_numpy(shape).reshape(-1)]
     if len(targets) != len(chosen):
         raise InvalidArgumentError(f"CenterCropPad has {len(targets)} sizes for {len(chosen)} axes")
     begins, ends = [0] * rank, [0] * rank
@@ -598,5 +597,5 @@ def _check_constant(node: Node, opset: int) -> str | None:
 
 
 @GPU_KERNELS.register("Constant", since=1, check=_check_constant)
-def constant(ctx: KernelContext) -> Array:
+def constant(ctx: GPUContext) -> Array:
     return ctx.backend.from_numpy(constant_value(ctx.attrs))

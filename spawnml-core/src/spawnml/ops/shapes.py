@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -14,10 +15,11 @@ from .schema import InferenceContext, TensorType
 
 def broadcast(*shapes: Shape) -> Shape:
     """Numpy-style multidirectional broadcast of possibly symbolic shapes."""
-    if any(shape is None for shape in shapes):
+    known = [shape for shape in shapes if shape is not None]
+    if len(known) < len(shapes):
         return None
-    rank = max(map(len, shapes), default=0)
-    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
+    rank = max(map(len, known), default=0)
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in known]
     return tuple(map(_broadcast_dim, zip(*padded, strict=True)))
 
 
@@ -125,7 +127,7 @@ def transposed_window_axis(
     return out, begin, total - begin
 
 
-def window_attrs(attrs: dict[str, object], kernel: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+def window_attrs(attrs: Mapping[str, Any], kernel: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
     """Strides, dilations and ``pads`` (begins then ends) of a window node, with defaults."""
     count = len(kernel)
     strides = list(attrs.get("strides") or [1] * count)
@@ -142,9 +144,17 @@ def window_attrs(attrs: dict[str, object], kernel: Sequence[int]) -> tuple[list[
     return strides, dilations, pads
 
 
+@overload
 def sliding_windows(
-    sizes: Sequence[Dim], attrs: dict[str, object], kernel: Sequence[int]
-) -> list[tuple[Dim, int, int]]:
+    sizes: Sequence[int], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> list[tuple[int, int, int]]: ...
+@overload
+def sliding_windows(
+    sizes: Sequence[Dim], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> Sequence[tuple[Dim, int, int]]: ...
+def sliding_windows(
+    sizes: Sequence[Dim], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> Sequence[tuple[Dim, int, int]]:
     """:func:`window_axis` for every spatial axis of a Conv or pooling node."""
     strides, dilations, pads = window_attrs(attrs, kernel)
     auto_pad = as_text(attrs.get("auto_pad", "NOTSET"))
@@ -156,9 +166,17 @@ def sliding_windows(
     ]
 
 
+@overload
 def transposed_windows(
-    sizes: Sequence[Dim], attrs: dict[str, object], kernel: Sequence[int]
-) -> list[tuple[Dim, int, int]]:
+    sizes: Sequence[int], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> list[tuple[int, int, int]]: ...
+@overload
+def transposed_windows(
+    sizes: Sequence[Dim], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> Sequence[tuple[Dim, int, int]]: ...
+def transposed_windows(
+    sizes: Sequence[Dim], attrs: Mapping[str, Any], kernel: Sequence[int]
+) -> Sequence[tuple[Dim, int, int]]:
     """:func:`transposed_window_axis` for every spatial axis of a ConvTranspose node."""
     strides, dilations, pads = window_attrs(attrs, kernel)
     auto_pad = as_text(attrs.get("auto_pad", "NOTSET"))
@@ -197,13 +215,29 @@ def dims_product(dims: Sequence[Dim]) -> Dim:
     return 0 if known == 0 else None
 
 
+@overload
+def resize_output(
+    shape: Sequence[int],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+    axes: Sequence[int] | None,
+    policy: str,
+) -> tuple[tuple[int, ...], list[float]]: ...
+@overload
 def resize_output(
     shape: Sequence[Dim],
     scales: Sequence[float] | None,
     sizes: Sequence[int] | None,
     axes: Sequence[int] | None,
     policy: str,
-) -> tuple[tuple[Dim, ...], list[float | None]]:
+) -> tuple[tuple[Dim, ...], Sequence[float | None]]: ...
+def resize_output(
+    shape: Sequence[Dim],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+    axes: Sequence[int] | None,
+    policy: str,
+) -> tuple[tuple[Dim, ...], Sequence[float | None]]:
     """Output shape of Resize or Upsample and the scale of every axis.
 
     ``scales`` or ``sizes`` cover ``axes`` (all axes when None). Scaled sizes are floored
@@ -225,6 +259,7 @@ def resize_output(
             elif scale != 1:
                 out[axis] = None
         return tuple(out), factors
+    assert sizes is not None  # given is sizes
     ratios = [
         float(np.float32(size) / np.float32(shape[axis])) if isinstance(shape[axis], int) else None
         for axis, size in zip(axes, sizes, strict=True)
@@ -233,7 +268,8 @@ def resize_output(
         for axis, size, ratio in zip(axes, sizes, ratios, strict=True):
             out[axis], factors[axis] = int(size), ratio
         return tuple(out), factors
-    common = None if None in ratios else (min if policy == "not_larger" else max)(ratios)
+    known = [ratio for ratio in ratios if ratio is not None]
+    common = None if len(known) < len(ratios) else (min if policy == "not_larger" else max)(known)
     for axis in axes:
         factors[axis] = common
         out[axis] = (
