@@ -149,6 +149,7 @@ KERNELS = {
     "round_i32_to_float4_e2m1fn": narrow.round_to_float(narrow.FORMATS["float4_e2m1fn"], i32),
     "wrap_to_int4": narrow.wrap_to_int(4, True, i32),
     "wrap_float_to_uint2": narrow.wrap_to_int(2, False, f32),
+    "round_float_to_int4": narrow.wrap_to_int(4, True, f32, round_even=True),
     "grid_taps": grid_sample.grid_taps.specialize(
         T=f32, MODE=grid_sample.CUBIC, PADDING=grid_sample.REFLECTION, ALIGN=False, TAPS_PER_AXIS=4
     ),

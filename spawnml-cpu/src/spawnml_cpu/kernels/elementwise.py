@@ -20,6 +20,7 @@ from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
 
 from .checks import one_of
+from .narrow import to_narrow
 from .table import KERNELS
 
 Array = np.ndarray
@@ -30,7 +31,6 @@ Compute = Callable[..., Array]
 BOOL = np.dtype(np.bool_)
 FLOAT32 = np.dtype(np.float32)
 _NARROW_FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16))
-_FLOAT8 = frozenset(map(dtypes.from_onnx, (17, 18, 19, 20)))  # e4m3fn, e4m3fnuz, e5m2, e5m2fnuz
 
 
 def widen(x: Array | None) -> Array | None:
@@ -413,21 +413,12 @@ def _to_strings(x: Array) -> Array:
     return np.array(items, dtype=dtypes.STRING).reshape(x.shape)
 
 
-def _to_float8(x: Array, target: np.dtype, saturate: bool) -> Array:
-    """Round to a float8 type; with ``saturate``, out-of-range values and infinities become its
-    largest finite value (as in opset 24's table, and onnxruntime at every opset)."""
-    x = x.astype(FLOAT32)
-    if saturate:
-        largest = float(ml_dtypes.finfo(target).max)
-        x = np.clip(x, -largest, largest)
-    return x.astype(target)
-
-
 def _cast(x: Array, target: np.dtype, attrs: Attrs) -> Array:
     if target == dtypes.STRING and x.dtype != dtypes.STRING:
         return _to_strings(x)
-    if target in _FLOAT8:
-        return _to_float8(x, target, bool(attrs.get("saturate", 1)))
+    narrowed = to_narrow(x, target, bool(attrs.get("saturate", 1)))
+    if narrowed is not None:
+        return narrowed
     if x.dtype.kind == "V" and target != x.dtype:
         x = x.astype(FLOAT32)
     return x.astype(target)

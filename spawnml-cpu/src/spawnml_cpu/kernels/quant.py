@@ -14,6 +14,7 @@ from spawnml.ir import Node
 from spawnml.ops.shapes import normalize_axis
 
 from .conv import convolve
+from .narrow import NARROW_FLOATS, to_narrow_float, to_narrow_integer
 from .nn_common import compute_dtype, matmul, per_channel
 from .table import KERNELS
 
@@ -27,11 +28,14 @@ def is_integer(dtype: np.dtype) -> bool:
 
 
 def saturate(values: np.ndarray, dtype: np.dtype, clip: bool = True) -> np.ndarray:
-    """Real values rounded (half to even) and clipped into ``dtype``'s range, or cast to a
-    float8 type, clipped to its finite range when ``clip``."""
+    """Real values rounded (half to even) and clipped into ``dtype``'s range, or cast to an 8- or
+    4-bit float as Cast does, saturating to its finite range when ``clip``."""
     if is_integer(dtype):
         info = ml_dtypes.iinfo(dtype)
-        return np.clip(np.rint(values), info.min, info.max).astype(dtype)
+        values = np.clip(np.rint(values), info.min, info.max)
+        return to_narrow_integer(values, dtype) if dtype in _SMALL_INTEGERS else values.astype(dtype)
+    if dtype in NARROW_FLOATS:
+        return to_narrow_float(values, dtype, clip)
     if clip:
         limit = float(ml_dtypes.finfo(dtype).max)
         values = np.clip(values, -limit, limit)

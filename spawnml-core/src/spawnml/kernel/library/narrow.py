@@ -1,15 +1,22 @@
 """Rounding to the 8- and 4-bit floats and wrapping into the 2- to 16-bit integers, for tensors a
-GPU holds as float32 and int32.
+GPU holds as float32 and int32, by the rules of ONNX's specification (not of a library).
 
 :func:`round_to_float` rounds each value to the nearest value of a :class:`FloatFormat`, ties to
-even, as ml_dtypes (and so ONNX's Cast) does: it finds the value's binade among the format's by
-comparing with powers of two, scales by the binade's spacing (a power of two, so exactly), rounds
-to an integer and scales back. A value that rounds past the format's largest becomes the launch's
-``overflow`` scalar with the value's sign: the largest itself when saturating, else infinity or
-NaN as the format has them (a scalar, because shader compilers may fold a NaN or infinity written
-in the source). :func:`wrap_to_int` keeps the low bits, two's complement, of integers and of floats
-truncated toward zero, as numpy's and ml_dtypes' conversions (through int32) do: NaN, the
-infinities and floats outside int32 give 0.
+even, as the Cast operator's float 8 tables and the float4 type's cast table say: it finds the
+value's binade among the format's by comparing with powers of two, scales by the binade's spacing
+(a power of two, so exactly), rounds to an integer and scales back. A value that rounds past the
+format's largest becomes the launch's ``overflow`` scalar with the value's sign: the largest itself
+when saturating, else infinity or NaN as the format has them (a scalar, because shader compilers
+may fold a NaN or infinity written in the source).
+
+:func:`wrap_to_int` keeps the low bits, two's complement, of integers ("discard higher bits and
+reinterpret") and of floats: rounded to the nearest integer, ties to even, for the 4- and 2-bit
+types (whose type documents say "rounding to the nearest-integer (with ties to even) nearest-even
+integer and truncating"), truncated toward zero for the 8- and 16-bit ones (where the
+specification states no rounding, as C and numpy convert). The specification leaves NaN, the
+infinities and other floats out of range undefined ("fixed point: undefined if OOR"); here NaN, the
+infinities and floats outside int32 give 0 (for the 4- and 2-bit types the low bits of those
+finite floats are 0 anyway).
 
 Both are built as kernel IR rather than parsed from Python: they test for NaN with the ``isnan``
 intrinsic, which renderers spell by the bits where ``x != x`` may be folded away. Launch ``n``
@@ -38,7 +45,8 @@ class FloatFormat:
     ``overflow``: what a value past it becomes without saturation (``"inf"``, ``"nan"``, or
     ``"largest"`` for a format with neither); ``signed_zero``: False where -0 is not a value (the
     ``fnuz`` formats, where negative values that round to zero give +0); ``nan``: what NaN becomes
-    in a format without NaN (None where NaN stays NaN).
+    in a format without NaN (None where NaN stays NaN). A format without infinities or NaN
+    (``overflow="largest"``) saturates whatever the ``saturate`` attribute says.
     """
 
     name: str
@@ -67,8 +75,8 @@ FORMATS = {
         FloatFormat("float8_e4m3fnuz", 3, -7, 240.0, "nan", signed_zero=False),
         FloatFormat("float8_e5m2", 2, -14, 57344.0, "inf"),
         FloatFormat("float8_e5m2fnuz", 2, -15, 57344.0, "nan", signed_zero=False),
-        # ml_dtypes gives -0 for NaN (+0 for a NaN with the sign bit set, which is not read here).
-        FloatFormat("float4_e2m1fn", 1, 0, 6.0, "largest", nan=-0.0),
+        # ONNX's float4 cast table: "+Inf | 6", "-Inf | -6", "NaN | 6" (ml_dtypes gives -0 for NaN).
+        FloatFormat("float4_e2m1fn", 1, 0, 6.0, "largest", nan=6.0),
     )
 }
 
@@ -93,6 +101,19 @@ def _call(fn: str, x: Expr) -> ir.Call:
 
 def _with_sign_of(v: Expr, magnitude: Expr) -> ir.Select:
     return ir.Select(_op(v, "<", ir.Const(0, v.dtype)), ir.Unary("-", magnitude, v.dtype), magnitude, v.dtype)
+
+
+def _round_half_even(size: Expr) -> tuple[Stmt, ...]:
+    """Declares ``whole``: ``size`` (not negative, below 2**31) rounded to an integer, ties to
+    even; every step is exact in float32."""
+    whole, rest = _var("whole"), _var("rest")
+    odd = _op(_op(whole, "-", _op(_f32(2), "*", _call("floor", _op(whole, "*", _f32(0.5))))), "!=", _f32(0))
+    up = _op(_op(rest, ">", _f32(0.5)), "||", _op(_op(rest, "==", _f32(0.5)), "&&", odd))
+    return (
+        ir.Declare("whole", _call("floor", size)),
+        ir.Declare("rest", _op(size, "-", whole)),
+        ir.If(up, (ir.Assign("whole", _op(whole, "+", _f32(1))),), ()),
+    )
 
 
 def _store(value: Expr) -> ir.Store:
@@ -132,9 +153,7 @@ def round_to_float(fmt: FloatFormat, source: Scalar) -> ir.Kernel:
     :meth:`FloatFormat.overflow_value`."""
     value = _var("value")
     size, spacing, inverse, bound = _var("size"), _var("spacing"), _var("inverse"), _var("bound")
-    scaled, whole, rest = _var("scaled"), _var("whole"), _var("rest")
-    odd = _op(_op(whole, "-", _op(_f32(2), "*", _call("floor", _op(whole, "*", _f32(0.5))))), "!=", _f32(0))
-    up = _op(_op(rest, ">", _f32(0.5)), "||", _op(_op(rest, "==", _f32(0.5)), "&&", odd))
+    whole = _var("whole")
     magnitude = _op(whole, "*", spacing)
     # Values that round to zero keep their sign (``1 / value`` is negative for -0 too, where
     # ``value * 0`` may be folded to +0), except where -0 is not a value.
@@ -157,10 +176,9 @@ def round_to_float(fmt: FloatFormat, source: Scalar) -> ir.Kernel:
             1,
             (ir.If(_op(size, ">=", bound), next_binade, ()),),
         ),
-        ir.Declare("scaled", _op(size, "*", inverse)),  # below 2**(mantissa + 1) unless past the range
-        ir.Declare("whole", _call("floor", scaled)),
-        ir.Declare("rest", _op(scaled, "-", whole)),
-        ir.If(up, (ir.Assign("whole", _op(whole, "+", _f32(1))),), ()),
+        # Below 2**(mantissa + 1) unless past the range (where any value above the largest will do).
+        ir.Declare("scaled", _op(size, "*", inverse)),
+        *_round_half_even(_var("scaled")),
         ir.If(
             _op(magnitude, ">", _f32(fmt.largest)),
             (_store(_with_sign_of(value, _var("overflow"))),),
@@ -176,24 +194,30 @@ def round_to_float(fmt: FloatFormat, source: Scalar) -> ir.Kernel:
 
 
 @cache
-def wrap_to_int(bits: int, signed: bool, source: Scalar) -> ir.Kernel:
-    """``out[i]`` = the low ``bits`` bits of ``x[i]`` (int32, or float32 truncated toward zero), as
-    a ``bits``-bit integer (``signed``: two's complement), held as int32; NaN, the infinities and
-    floats outside int32 give 0."""
+def wrap_to_int(bits: int, signed: bool, source: Scalar, round_even: bool = False) -> ir.Kernel:
+    """``out[i]`` = the low ``bits`` bits of ``x[i]`` (int32, or float32 rounded to an integer: to
+    nearest, ties to even, when ``round_even``, else toward zero), as a ``bits``-bit integer
+    (``signed``: two's complement), held as int32; NaN, the infinities and floats outside int32
+    give 0."""
     count, half = 2**bits, 2 ** (bits - 1)
+    kind = f"{'' if signed else 'u'}int{bits}"
     if source == i32:
         low = _op(_var("v", i32), "&", ir.Const(count - 1, i32))
         wrapped = _op(_op(low, "^", ir.Const(half, i32)), "-", ir.Const(half, i32)) if signed else low
-        return _elementwise(f"wrap_to_{'' if signed else 'u'}int{bits}", source, i32, (), [_store(wrapped)])
+        return _elementwise(f"wrap_to_{kind}", source, i32, (), [_store(wrapped)])
     v, whole, low = _var("v"), _var("whole"), _var("low")
-    # The truncated value modulo 2**bits, in [0, 2**bits): exact, as every step is.
+    # The rounded value modulo 2**bits, in [0, 2**bits): exact, as every step is.
     modulo = _op(whole, "-", _op(_f32(count), "*", _call("floor", _op(whole, "*", _f32(1 / count)))))
     wrapped = ir.Select(_op(low, ">=", _f32(half)), _op(low, "-", _f32(count)), low, f32) if signed else low
     special = _op(_call("isnan", v), "||", _op(_call("abs", v), ">=", _f32(INT32_BOUND)))
+    size = _call("abs", v)
+    rounding = _round_half_even(size) if round_even else (ir.Declare("whole", _call("floor", size)),)
     finite = (
-        ir.Declare("whole", _with_sign_of(v, _call("floor", _call("abs", v)))),
+        *rounding,
+        ir.Assign("whole", _with_sign_of(v, whole)),
         ir.Declare("low", modulo),
         _store(ir.Cast(wrapped, i32)),
     )
     body: list[Stmt] = [ir.If(special, (_store(ir.Const(0, i32)),), finite)]
-    return _elementwise(f"wrap_float_to_{'' if signed else 'u'}int{bits}", source, i32, (), body)
+    name = f"{'round' if round_even else 'wrap'}_float_to_{kind}"
+    return _elementwise(name, source, i32, (), body)
