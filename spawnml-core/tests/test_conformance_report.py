@@ -44,12 +44,44 @@ def test_verdicts(status, listed, verdict):
     assert verdict.ok is (verdict not in (Verdict.FAIL, Verdict.UNEXPECTED_PASS))
 
 
+TRACKED = ExpectedFailures({"test_listed": "known bug"}, "test", {"test_refused": "no kernel"})
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "verdict"),
+    [
+        ("test_refused", Status.REFUSED, Verdict.REFUSED),
+        ("test_other", Status.REFUSED, Verdict.UNEXPECTED_REFUSAL),
+        ("test_listed", Status.REFUSED, Verdict.UNEXPECTED_REFUSAL),
+        ("test_refused", Status.PASS, Verdict.UNEXPECTED_LOAD),
+        ("test_refused", Status.FAIL, Verdict.UNEXPECTED_LOAD),
+        ("test_refused", Status.ERROR, Verdict.UNEXPECTED_LOAD),
+        ("test_refused", Status.SKIPPED, Verdict.SKIPPED),
+        ("test_other", Status.PASS, Verdict.PASS),
+        ("test_listed", Status.FAIL, Verdict.EXPECTED),
+    ],
+)
+def test_tracked_refusals(name, status, verdict):
+    assert TRACKED.verdict(outcome(name, status)) is verdict
+    assert verdict.ok is (verdict in (Verdict.REFUSED, Verdict.SKIPPED, Verdict.PASS, Verdict.EXPECTED))
+
+
 def test_parse_reads_the_cases_table():
     text = '# comment\n[cases]\ntest_a = "reason a"\n"test_b.x" = "reason b"\n'
     expected = ExpectedFailures.parse(text, "file.toml")
     assert expected.reasons == {"test_a": "reason a", "test_b.x": "reason b"}
     assert expected.reason("test_a") == "reason a" and expected.reason("test_c") is None
     assert ExpectedFailures.parse("[cases]\n", "empty.toml").reasons == {}
+    assert expected.refusals is None and not expected.native_only
+
+
+def test_parse_reads_refusals_and_the_suite_table():
+    text = '[refusals]\ntest_a = "no kernel"\n[suite]\nnative_only = true\n'
+    expected = ExpectedFailures.parse(text, "file.toml")
+    assert expected.refusals == {"test_a": "no kernel"} and expected.reasons == {}
+    assert expected.refusal("test_a") == "no kernel" and expected.refusal("test_b") is None
+    assert expected.native_only
+    assert ExpectedFailures.parse("[refusals]\n", "empty.toml").refusals == {}
 
 
 @pytest.mark.parametrize(
@@ -59,6 +91,10 @@ def test_parse_reads_the_cases_table():
         ('[cases]\ntest_a = "x"\n[other]\n', r"unknown table\(s\) \['other'\]"),
         ("[cases]\ntest_a = 1\n", r"give each case a reason string: \['test_a'\]"),
         ('[cases]\ntest_a = ""\n', r"give each case a reason string: \['test_a'\]"),
+        ("[refusals]\ntest_a = 2\n", r"give each case a reason string: \['test_a'\]"),
+        ('[cases]\ntest_a = "x"\n[refusals]\ntest_a = "y"\n', r"both failures and refusals: \['test_a'\]"),
+        ("[suite]\nnative_only = 1\n", r"\[suite\] takes only native_only"),
+        ("[suite]\nother = true\n", r"\[suite\] takes only native_only"),
     ],
 )
 def test_parse_refuses_malformed_files(text, message):
@@ -124,14 +160,30 @@ def test_suite_fails_on_unlisted_failures_and_unexpected_passes():
     assert "passes, but is listed as an expected failure (known bug)" in honest.problem_lines()[0]
 
 
+def test_suite_fails_on_unlisted_refusals_and_listed_refusals_that_load():
+    def tracked(name: str, status: Status) -> Result:
+        found = outcome(name, status, refused=("Add",) if status is Status.REFUSED else ())
+        return Result(found, TRACKED.verdict(found), None, None, TRACKED.refusal(name))
+
+    report = Report("mock", "d", [tracked("test_refused", Status.REFUSED)])
+    assert report.ok
+    results = [tracked("test_other", Status.REFUSED), tracked("test_refused", Status.PASS)]
+    report = Report("mock", "d", results)
+    assert not report.ok
+    new, stale = report.problem_lines()
+    assert new == "node/test_other: refused: not listed as an expected refusal: refused message"
+    assert stale == "node/test_refused: pass: loads, but is listed as an expected refusal (no kernel)"
+
+
 def test_text_report_has_tables_problems_and_verdict():
     text = sample_report().to_text()
     assert "kind" in text and "operator" in text and "onnxruntime pass" in text
     assert "node/test_mul_add: fail: fail message" in text
     total_rows = [line.split() for line in text.splitlines() if line.startswith("total")]
-    assert total_rows == [["total", "6", "2", "1", "1", "1", "0", "1", "1/1"]] * 2
+    assert total_rows == [["total", "6", "2", "1", "1", "1", "0", "0", "0", "1", "1/1"]] * 2
     assert text.splitlines()[-1] == (
-        "FAILED: 6 cases: 2 pass, 1 fail, 1 refused, 1 expected, 0 unexpected pass, 1 skipped"
+        "FAILED: 6 cases: 2 pass, 1 fail, 1 refused, 1 expected, 0 unexpected pass, "
+        "0 unexpected refusal, 0 unexpected load, 1 skipped"
     )
 
 
@@ -154,5 +206,5 @@ def test_write_produces_json_and_markdown(tmp_path):
     assert data["cases"][0]["onnxruntime"] == {"status": "pass", "message": ""}
     markdown = markdown_path.read_text(encoding="utf-8")
     assert "## By kind" in markdown and "## By operator" in markdown
-    assert "| Gemm | 1 | 0 | 0 | 1 | 0 | 0 | 0 | - |" in markdown
+    assert "| Gemm | 1 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | - |" in markdown
     assert "- `node/test_mul_add: fail: fail message`" in markdown

@@ -29,7 +29,7 @@ from spawnml.conformance.properties import PROPERTIES, example, property_cases, 
 from spawnml.conformance.pytest_plugin import check_case, suite_params
 from spawnml.conformance.references import reference_cases
 from spawnml.conformance.runner import OnnxRuntimeTarget, Refusal, operators_of, reference_runs
-from spawnml.conformance.suite import run_suite
+from spawnml.conformance.suite import lane, run_suite
 from spawnml.formats import FormatLoader, ModelSource
 from spawnml.ir import Graph, Node, Value
 from spawnml.models import ReferenceModel
@@ -437,6 +437,30 @@ def test_check_case_passes_skips_and_fails(tiny, monkeypatch):
     )
     with pytest.raises(pytest.skip.Exception, match="why"):
         check_case("tiny", unjudged)
+
+
+def test_check_case_fails_on_unlisted_refusals_and_listed_refusals_that_load(tiny, tmp_path, monkeypatch):
+    file = tmp_path / "expected.toml"
+    file.write_text('[refusals]\nsub = "tiny has no Sub"\nadd = "stale"\n', encoding="utf-8")
+    monkeypatch.setattr(tiny, "expected_failures", file)
+    with pytest.raises(pytest.skip.Exception, match=r"refused: .*ai\.onnx::Sub"):
+        check_case("tiny", case("sub", binary_model("Sub")))
+    with pytest.raises(
+        pytest.fail.Exception, match=r"refused, and not listed in .*expected\.toml \[refusals\]"
+    ):
+        check_case("tiny", case("div", binary_model("Div")))
+    with pytest.raises(
+        pytest.fail.Exception, match=r"pass; listed as an expected refusal \(stale\): remove it"
+    ):
+        check_case("tiny", case("add", binary_model("Add"), lambda: [[A + A]]))
+
+
+def test_native_only_lanes_hold_the_cases_of_the_backends_own_operators(tiny):
+    cases = [case("test_add", binary_model("Add")), case("test_sub", binary_model("Sub"))]
+    backend = plugins.backends()["tiny"]
+    native_only = ExpectedFailures.parse("[suite]\nnative_only = true\n", "test")
+    assert [c.name for c in lane(backend, cases, native_only)] == ["test_add"]
+    assert lane(backend, cases, ExpectedFailures()) == cases
 
 
 def test_suite_params_mark_expected_failures_and_unavailable_backends(tiny, tmp_path, monkeypatch):

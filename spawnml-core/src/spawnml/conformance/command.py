@@ -59,17 +59,18 @@ def run_conformance(args: argparse.Namespace) -> int:
     from ..session import resolve_providers
     from .expectations import ExpectedFailures
     from .report import Report
-    from .suite import load_cases, run_suite
+    from .suite import lane, load_cases, run_suite
 
     backend, *fallback = resolve_providers([args.backend, *([args.fallback] if args.fallback else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy's warnings from kernels and case data; outcomes tell
-        cases = load_cases(args.kind or KINDS, args.match)
+        expected = ExpectedFailures.of_backend(backend)
+        cases = lane(backend, load_cases(args.kind or KINDS, args.match), expected)
         print(f"{len(cases)} cases on backend {backend.name}", file=sys.stderr)
         results = run_suite(
             backend.name,
             cases,
-            ExpectedFailures.of_backend(backend),
+            expected,
             args.compare_onnxruntime,
             Progress(len(cases)),
             fallback[0].name if fallback else None,

@@ -1,13 +1,24 @@
-"""Expected failures: the cases a backend declares it fails, each with its reason.
+"""Expected failures and refusals: the cases a backend declares it fails or refuses, with reasons.
 
 A backend points :attr:`spawnml.backend.Backend.expected_failures` at one TOML file::
 
-    [cases]
+    [cases]        # expected failures
     test_name = "reason"
+
+    [refusals]     # cases refused at load
+    test_other = "reason"
+
+    [suite]        # optional
+    native_only = true
 
 A listed case that fails is *expected*; a listed case that passes is an *unexpected
 pass* and fails the suite, so the file stays honest; an unlisted failure fails the
-suite. Refusals and skips are neither, whether listed or not.
+suite. Refusals work the same way once the file has a ``[refusals]`` table (even an
+empty one): an unlisted refusal is an *unexpected refusal* (a dropped kernel turns
+passes into refusals) and a listed case that loads is an *unexpected load*; both fail
+the suite. Without the table, refusals are not tracked. ``native_only`` is for a backend
+that runs a few operators and leaves the rest to later providers: its lane holds only
+the cases whose operators all have a kernel of its own. Skips are never tracked.
 """
 
 from __future__ import annotations
@@ -31,20 +42,29 @@ class Verdict(StrEnum):
     REFUSED = "refused"
     EXPECTED = "expected"
     UNEXPECTED_PASS = "unexpected pass"
+    UNEXPECTED_REFUSAL = "unexpected refusal"
+    UNEXPECTED_LOAD = "unexpected load"
     SKIPPED = "skipped"
 
     @property
     def ok(self) -> bool:
         """Whether the suite accepts this verdict."""
-        return self not in (Verdict.FAIL, Verdict.UNEXPECTED_PASS)
+        return self not in (
+            Verdict.FAIL,
+            Verdict.UNEXPECTED_PASS,
+            Verdict.UNEXPECTED_REFUSAL,
+            Verdict.UNEXPECTED_LOAD,
+        )
 
 
 @dataclass(frozen=True)
 class ExpectedFailures:
-    """Case name -> why the backend is expected to fail it."""
+    """Case name -> why the backend is expected to fail it; the same for refusals (None: untracked)."""
 
     reasons: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+    refusals: Mapping[str, str] | None = None
+    native_only: bool = False
 
     @classmethod
     def parse(cls, text: str, source: str) -> ExpectedFailures:
@@ -53,14 +73,19 @@ class ExpectedFailures:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise PluginError(f"expected-failures file {source}: {error}") from None
-        extra = sorted(set(document) - {"cases"})
+        where = f"expected-failures file {source}"
+        extra = sorted(set(document) - {"cases", "refusals", "suite"})
         if extra:
-            raise PluginError(f"expected-failures file {source}: unknown table(s) {extra}; only [cases]")
-        cases = document.get("cases", {})
-        bad = sorted(name for name, reason in cases.items() if not isinstance(reason, str) or not reason)
-        if bad:
-            raise PluginError(f"expected-failures file {source}: give each case a reason string: {bad}")
-        return cls(dict(cases), source)
+            raise PluginError(f"{where}: unknown table(s) {extra}; only [cases], [refusals] and [suite]")
+        cases = _reasons(document.get("cases", {}), where)
+        refusals = _reasons(document["refusals"], where) if "refusals" in document else None
+        both = sorted(set(cases) & set(refusals or {}))
+        if both:
+            raise PluginError(f"{where}: cases listed as both failures and refusals: {both}")
+        suite = document.get("suite", {})
+        if set(suite) - {"native_only"} or not isinstance(suite.get("native_only", False), bool):
+            raise PluginError(f"{where}: [suite] takes only native_only = true or false")
+        return cls(cases, source, refusals, suite.get("native_only", False))
 
     @classmethod
     def read(cls, file: Traversable) -> ExpectedFailures:
@@ -80,11 +105,31 @@ class ExpectedFailures:
         """Why ``case`` is expected to fail, or None when it is not listed."""
         return self.reasons.get(case)
 
+    def refusal(self, case: str) -> str | None:
+        """Why ``case`` is expected to be refused, or None when it is not listed."""
+        return None if self.refusals is None else self.refusals.get(case)
+
     def verdict(self, outcome: Outcome) -> Verdict:
         """What ``outcome`` means for the suite."""
+        if outcome.status is Status.SKIPPED:
+            return Verdict.SKIPPED
+        refusal = self.refusal(outcome.case)
+        if outcome.status is Status.REFUSED:
+            tracked = self.refusals is not None and refusal is None
+            return Verdict.UNEXPECTED_REFUSAL if tracked else Verdict.REFUSED
+        if refusal is not None:
+            return Verdict.UNEXPECTED_LOAD
         listed = outcome.case in self.reasons
         if outcome.status is Status.PASS:
             return Verdict.UNEXPECTED_PASS if listed else Verdict.PASS
-        if outcome.status in (Status.FAIL, Status.ERROR):
-            return Verdict.EXPECTED if listed else Verdict.FAIL
-        return Verdict.REFUSED if outcome.status is Status.REFUSED else Verdict.SKIPPED
+        return Verdict.EXPECTED if listed else Verdict.FAIL
+
+
+def _reasons(table: object, where: str) -> dict[str, str]:
+    """A ``case = "reason"`` table, checked."""
+    if not isinstance(table, dict):
+        raise PluginError(f'{where}: [cases] and [refusals] are tables of case = "reason"')
+    bad = sorted(name for name, reason in table.items() if not isinstance(reason, str) or not reason)
+    if bad:
+        raise PluginError(f"{where}: give each case a reason string: {bad}")
+    return dict(table)

@@ -158,6 +158,11 @@ class Report:
             outcome = result.outcome
             if result.verdict is Verdict.UNEXPECTED_PASS:
                 message = f"passes, but is listed as an expected failure ({result.reason})"
+            elif result.verdict is Verdict.UNEXPECTED_LOAD:
+                message = f"loads, but is listed as an expected refusal ({result.refusal})"
+            elif result.verdict is Verdict.UNEXPECTED_REFUSAL:
+                message = "not listed as an expected refusal: " + " ".join(outcome.message.split())
+                message = message[:MESSAGE_CHARS]
             else:
                 message = " ".join(outcome.message.split())[:MESSAGE_CHARS]
             lines.append(f"{outcome.kind}/{outcome.case}: {outcome.status}: {message}")
@@ -187,6 +192,7 @@ def _case_dict(result: Result) -> dict[str, Any]:
         "status": outcome.status.value,
         "verdict": result.verdict.value,
         "expected_failure": result.reason,
+        "expected_refusal": result.refusal,
         "message": outcome.message,
         "operators": list(outcome.operators),
         "refused": list(outcome.refused),

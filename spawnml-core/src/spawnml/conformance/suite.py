@@ -1,4 +1,4 @@
-"""The suite: collect cases by kind, run them on a backend, apply its expected failures."""
+"""The suite: collect cases by kind, run them on a backend, apply its expected failures and refusals."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..backend import Backend
 from ..errors import InvalidArgumentError
 from .case import KINDS, MODEL_KIND, ONNX_KINDS, PROPERTY_KIND, Case
 from .expectations import ExpectedFailures, Verdict
 from .onnx_cases import onnx_cases
 from .properties import property_cases
 from .references import reference_cases
-from .runner import OnnxRuntimeTarget, Outcome, SpawnMLTarget, run_case
+from .runner import OnnxRuntimeTarget, Outcome, SpawnMLTarget, operator_label, operators_of, run_case
 
 LOADERS: dict[str, Callable[[], list[Case]]] = {
     **{kind: functools.partial(onnx_cases, kind) for kind in ONNX_KINDS},
@@ -30,6 +31,7 @@ class Result:
     verdict: Verdict
     reason: str | None = None  # why the backend declares it an expected failure
     onnxruntime: Outcome | None = None  # None: not compared, skipped, or onnxruntime is the reference
+    refusal: str | None = None  # why the backend declares it refuses the case
 
 
 def load_cases(kinds: Sequence[str] = KINDS, match: str | None = None) -> list[Case]:
@@ -42,6 +44,23 @@ def load_cases(kinds: Sequence[str] = KINDS, match: str | None = None) -> list[C
         return cases
     pattern = re.compile(match)
     return [case for case in cases if pattern.search(case.name)]
+
+
+def lane(backend: Backend, cases: Sequence[Case], expected: ExpectedFailures) -> list[Case]:
+    """The cases ``backend`` is held to: all of them, or with ``native_only`` the cases whose
+    operators all have a kernel of the backend's own (a case whose model cannot be read stays,
+    so that running it reports why)."""
+    if not expected.native_only:
+        return list(cases)
+    native = {operator_label(domain, op_type) for domain, op_type in backend.kernels.ops()}
+
+    def claimed(case: Case) -> bool:
+        try:
+            return set(operators_of(case.model())) <= native
+        except Exception:
+            return True
+
+    return [case for case in cases if claimed(case)]
 
 
 def run_suite(
@@ -64,6 +83,7 @@ def run_suite(
             expected.verdict(outcome),
             expected.reason(case.name),
             run_case(case, OnnxRuntimeTarget()) if compared else None,
+            expected.refusal(case.name),
         )
         results.append(result)
         if progress is not None:
