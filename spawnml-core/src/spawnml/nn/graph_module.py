@@ -24,8 +24,10 @@ from . import functional as F
 from .modules.module import Module, Parameter
 
 Attrs = dict[str, Any]
-#: An operator's differentiable form: (inputs, resolved attributes) -> outputs.
-Rule = Callable[[list[Tensor | None], Attrs], Tensor]
+#: An operator's differentiable form: (inputs, resolved attributes) -> outputs. An omitted
+#: optional input is None (Gemm's C, Conv's bias), and the rules that take one test for it; the
+#: inputs are typed for the usual case of tensors only, as torch types saved tensors.
+Rule = Callable[[list[Tensor], Attrs], Tensor]
 
 
 def _symmetric_pads(attrs: Attrs, spatial: int) -> list[int]:
@@ -37,7 +39,7 @@ def _symmetric_pads(attrs: Attrs, spatial: int) -> list[int]:
     return pads[:spatial]
 
 
-def _gemm(x: list[Tensor | None], a: Attrs) -> Tensor:
+def _gemm(x: list[Tensor], a: Attrs) -> Tensor:
     left = x[0].t() if a["transA"] else x[0]
     right = x[1].t() if a["transB"] else x[1]
     out = matmul(left, right) * a["alpha"] if a["alpha"] != 1 else matmul(left, right)
@@ -46,7 +48,7 @@ def _gemm(x: list[Tensor | None], a: Attrs) -> Tensor:
     return out + (x[2] * a["beta"] if a["beta"] != 1 else x[2])
 
 
-def _conv(x: list[Tensor | None], a: Attrs) -> Tensor:
+def _conv(x: list[Tensor], a: Attrs) -> Tensor:
     spatial = x[1].ndim - 2
     conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[spatial]
     strides, dilations = a.get("strides") or [1] * spatial, a.get("dilations") or [1] * spatial
@@ -54,7 +56,7 @@ def _conv(x: list[Tensor | None], a: Attrs) -> Tensor:
 
 
 def _pool(kind: str) -> Rule:
-    def rule(x: list[Tensor | None], a: Attrs) -> Tensor:
+    def rule(x: list[Tensor], a: Attrs) -> Tensor:
         kernel = list(a["kernel_shape"])
         strides, pads = a.get("strides") or [1] * len(kernel), _symmetric_pads(a, len(kernel))
         if kind == "max":
@@ -66,13 +68,13 @@ def _pool(kind: str) -> Rule:
     return rule
 
 
-def _flatten(x: list[Tensor | None], a: Attrs) -> Tensor:
+def _flatten(x: list[Tensor], a: Attrs) -> Tensor:
     shape = x[0].shape
     axis = a["axis"] % max(len(shape), 1) if a["axis"] < 0 else a["axis"]
     return reshape(x[0], [math.prod(shape[:axis]), math.prod(shape[axis:])])
 
 
-def _reshape(x: list[Tensor | None], a: Attrs) -> Tensor:
+def _reshape(x: list[Tensor], a: Attrs) -> Tensor:
     target = [int(d) for d in x[1].numpy()]
     if not a.get("allowzero"):
         target = [x[0].shape[i] if d == 0 else d for i, d in enumerate(target)]
@@ -155,6 +157,10 @@ class GraphModule(Module):
         self._steps: list[tuple[Node, Attrs]] = []
         for node in graph.nodes:
             schema = registry.lookup(node.domain, node.op_type, graph.opset(node.domain))
+            if schema is None:
+                raise InvalidArgumentError(
+                    f"{node.op_type} has no schema at opset {graph.opset(node.domain)} of {node.domain!r}"
+                )
             self._steps.append((node, schema.resolve_attrs(node)))
         buffers = {
             n.inputs[i] for n in graph.nodes for i in BUFFER_INPUTS.get(n.op_type, ()) if i < len(n.inputs)
@@ -178,7 +184,8 @@ class GraphModule(Module):
         for name, attribute in self._names.items():
             values[name] = getattr(self, attribute)
         for node, attrs in self._steps:
-            args = [values[name] if name else None for name in node.inputs]
+            # None for an omitted optional input (see Rule).
+            args: list[Tensor] = [values[name] if name else None for name in node.inputs]  # type: ignore[misc]
             values[node.outputs[0]] = RULES[node.op_type](args, attrs)
         outputs = tuple(values[v.name] for v in self.graph.outputs)
         return outputs[0] if len(outputs) == 1 else outputs

@@ -27,7 +27,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
-        groups = list(params)
+        groups: list[Any] = list(params)
         if not groups:
             raise InvalidArgumentError("optimizer got an empty parameter list")
         for group in groups if isinstance(groups[0], dict) else [{"params": groups}]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
 
@@ -112,6 +113,37 @@ def _max_pool(
     return (values, indices) if return_indices else values
 
 
+@overload
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    *,
+    return_indices: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
 def max_pool1d(
     input: Tensor,
     kernel_size: Size,
@@ -126,6 +158,37 @@ def max_pool1d(
     return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+@overload
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    *,
+    return_indices: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
 def max_pool2d(
     input: Tensor,
     kernel_size: Size,
@@ -139,6 +202,37 @@ def max_pool2d(
     return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    *,
+    return_indices: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Size | None = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
 def max_pool3d(
     input: Tensor,
     kernel_size: Size,

@@ -25,8 +25,8 @@ class Sequential(Module):
             for name, module in args[0].items():
                 self.add_module(name, module)
         else:
-            for index, module in enumerate(args):
-                self.add_module(str(index), module)  # type: ignore[arg-type]
+            for index, item in enumerate(args):
+                self.add_module(str(index), item)  # type: ignore[arg-type]  # past a lone OrderedDict, modules
 
     def __getitem__(self, index: int | slice) -> Any:
         items = list(self._modules.items())

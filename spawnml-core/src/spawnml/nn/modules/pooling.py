@@ -24,7 +24,7 @@ class MaxPool2d(Module):
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool2d(
             input,
             self.kernel_size,
