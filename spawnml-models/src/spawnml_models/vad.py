@@ -19,6 +19,7 @@ import wave
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import spawnml
@@ -100,11 +101,11 @@ class VADPipeline:
         audio = _mono(audio)
         padded = np.zeros(-(-len(audio) // CHUNK) * CHUNK, dtype=np.float32)
         padded[: len(audio)] = audio
-        state = np.zeros(STATE_SHAPE, dtype=np.float32)
+        state: np.ndarray | spawnml.Tensor = np.zeros(STATE_SHAPE, dtype=np.float32)
         context = np.zeros((1, CONTEXT), dtype=np.float32)
         for chunk in padded.reshape(-1, 1, CHUNK):
             feeds = {"input": np.concatenate([context, chunk], axis=1), "state": state}
-            probability, state = self.session.run_with_tensors(None, feeds)
+            probability, state = cast("list[spawnml.Tensor]", self.session.run_with_tensors(None, feeds))
             context = chunk[:, -CONTEXT:]
             yield float(probability.numpy().reshape(-1)[0])
 
@@ -128,7 +129,7 @@ def streaming_graph(graph: Graph, model: str | Path) -> Graph:
 
 
 def speech_segments(
-    probabilities: Sequence[float], num_samples: int, parameters: SegmentationParameters
+    probabilities: Sequence[float] | np.ndarray, num_samples: int, parameters: SegmentationParameters
 ) -> list[SpeechSegment]:
     """Segments from per-chunk speech probabilities, as ``silero_vad.get_speech_timestamps``."""
     rate = SAMPLE_RATE / 1000

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .config import LlamaConfig
 from .graph import past_names, present_names
+
+
+class CacheShape(Protocol):
+    """What the cache reads of a decoder's configuration (a Llama or a Whisper one)."""
+
+    @property
+    def layers(self) -> int: ...
+
+    @property
+    def kv_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
 
 
 class KVCache:
     """Past keys and values of every layer, kept as the session returned them (device tensors),
     so a backend's cache never travels to the host between decode steps."""
 
-    def __init__(self, config: LlamaConfig, batch: int = 1) -> None:
+    def __init__(self, config: CacheShape, batch: int = 1) -> None:
         empty = np.zeros((batch, config.kv_heads, 0, config.head_dim), np.float32)
         self.layers = config.layers
         self.length = 0

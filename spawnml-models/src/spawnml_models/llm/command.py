@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from spawnml.cli import Command
 from spawnml.plugins import models
@@ -36,7 +37,7 @@ def configure_generate(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_pipeline(model: str, **options: object) -> TextGenerationPipeline:
+def load_pipeline(model: str, **options: Any) -> TextGenerationPipeline:
     """The pipeline for a registered model name, or for a GGUF file path."""
     spec = models().get(model)
     if spec is not None and spec.task == "text-generation":

@@ -16,6 +16,7 @@ otherwise; the token embedding table, which Gather indexes, is dequantized once 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
@@ -140,7 +141,10 @@ def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str) -> str:
     h = b.rms_norm(x, p + "attn_norm.weight", config.rms_epsilon, p + "attn_in")
     q, k, v = (b.linear(h, p + f"attn_{part}.weight", p + part) for part in "qkv")
     rope = ["rope.cos", "rope.sin", "position_ids"]
-    rotary = {"interleaved": int(config.rope_interleaved), "rotary_embedding_dim": config.rotary_dim}
+    rotary: dict[str, Any] = {
+        "interleaved": int(config.rope_interleaved),
+        "rotary_embedding_dim": config.rotary_dim,
+    }
     q = b.node("RotaryEmbedding", [q, *rope], p + "q_rot", num_heads=config.heads, **rotary)
     k = b.node("RotaryEmbedding", [k, *rope], p + "k_rot", num_heads=config.kv_heads, **rotary)
     b.graph.nodes.append(

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import spawnml
@@ -84,7 +85,8 @@ class TextGenerationPipeline:
         takes their keys and values."""
         positions = np.arange(cache.length, cache.length + len(ids), dtype=np.int64)[None]
         feeds = {"input_ids": np.asarray(ids, np.int64)[None], "position_ids": positions, **cache.feeds()}
-        logits, *presents = self.session.run_with_tensors(["logits", *cache.output_names], feeds)
+        outputs = self.session.run_with_tensors(["logits", *cache.output_names], feeds)
+        logits, *presents = cast("list[spawnml.Tensor]", outputs)
         cache.update(presents, len(ids))
         return np.asarray(logits.numpy())[0]
 

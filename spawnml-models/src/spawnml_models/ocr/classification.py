@@ -30,7 +30,7 @@ class DirectionClassifier:
         flags = np.zeros(len(lines), dtype=bool)
         for batch in by_aspect(lines, BATCH_SIZE):
             inputs = np.stack([normalized_line(lines[i], HEIGHT, WIDTH) for i in batch])
-            probabilities = self.session.run(None, {self.input_name: inputs})[0]
+            probabilities = np.asarray(self.session.run(None, {self.input_name: inputs})[0])
             flags[batch] = (probabilities.argmax(axis=1) == 1) & (probabilities.max(axis=1) > THRESHOLD)
         return flags
 

@@ -49,9 +49,8 @@ class TextDetector:
         """Boxes of the text in BGR ``image`` as an (n, 4, 2) float32 array of whole pixels,
         and each box's mean text probability."""
         height, width = image.shape[:2]
-        probability = self.session.run(None, {self.input_name: preprocess(image, self.settings.min_side)})[0][
-            0, 0
-        ]
+        outputs = self.session.run(None, {self.input_name: preprocess(image, self.settings.min_side)})
+        probability = np.asarray(outputs[0])[0, 0]
         boxes, scores = boxes_from_map(probability, width, height, self.settings)
         boxes = [np.trunc(np.clip(order_box(box), 0, [width - 1, height - 1])) for box in boxes]
         kept = [i for i, box in enumerate(boxes) if min(_side_lengths(box)) > 3]
@@ -72,7 +71,8 @@ def detector_size(height: int, width: int, min_side: int = MIN_SIDE) -> tuple[in
 
 def preprocess(image: np.ndarray, min_side: int = MIN_SIDE) -> np.ndarray:
     """BGR ``image`` resized for the detector, scaled to [-1, 1], as a (1, 3, H, W) float32 batch."""
-    resized = resize_bilinear(image, *detector_size(*image.shape[:2], min_side))
+    height, width = image.shape[:2]
+    resized = resize_bilinear(image, *detector_size(height, width, min_side))
     return ((resized.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
 
 

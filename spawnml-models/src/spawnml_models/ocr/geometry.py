@@ -77,6 +77,7 @@ def min_area_rect(points: np.ndarray) -> tuple[np.ndarray, float]:
         area = float(np.prod(high - low))
         if best is None or area < best[0]:
             best = (area, axes, np.array([low, [high[0], low[1]], high, [low[0], high[1]]]))
+    assert best is not None  # the hull has three edges or more
     _, axes, extent = best
     corners = extent @ axes
     return order_box(corners), float(np.min(np.ptp(extent, axis=0)))
@@ -116,11 +117,12 @@ def order_box(corners: np.ndarray) -> np.ndarray:
 def convex_polygon_mask(polygon: np.ndarray, height: int, width: int) -> np.ndarray:
     """Which pixel centres of a ``height`` x ``width`` grid lie in the convex ``polygon`` (edges included)."""
     ys, xs = np.mgrid[0:height, 0:width]
-    signs = [
-        (end[0] - start[0]) * (ys - start[1]) - (end[1] - start[1]) * (xs - start[0])
-        for start, end in zip(polygon, np.roll(polygon, -1, axis=0), strict=True)
-    ]
-    signs = np.stack(signs)
+    signs = np.stack(
+        [
+            (end[0] - start[0]) * (ys - start[1]) - (end[1] - start[1]) * (xs - start[0])
+            for start, end in zip(polygon, np.roll(polygon, -1, axis=0), strict=True)
+        ]
+    )
     return np.all(signs >= 0, axis=0) | np.all(signs <= 0, axis=0)
 
 

@@ -69,7 +69,7 @@ class TextRecognizer:
             ratio = max(MIN_WIDTH / LINE_HEIGHT, *(lines[i].shape[1] / lines[i].shape[0] for i in batch))
             width = int(LINE_HEIGHT * ratio)
             inputs = np.stack([normalized_line(lines[i], LINE_HEIGHT, width) for i in batch])
-            probabilities = self.session.run(None, {self.input_name: inputs})[0]
+            probabilities = np.asarray(self.session.run(None, {self.input_name: inputs})[0])
             for i, result in zip(batch, ctc_greedy_decode(probabilities, self.characters), strict=True):
                 results[i] = result
         return results

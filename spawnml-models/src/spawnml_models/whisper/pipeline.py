@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import spawnml
@@ -127,7 +128,9 @@ class SpeechRecognitionPipeline:
     def encode(self, window: np.ndarray) -> dict[str, spawnml.Tensor]:
         """The encoder's outputs for one window of features ``[80, 3000]``, by name (device tensors)."""
         names = [ENCODER_OUTPUT, *(name for i in range(self.config.layers) for name in cross_names(i))]
-        outputs = self.encoder.run_with_tensors(names, {"features": window[None]})
+        outputs = cast(
+            "list[spawnml.Tensor]", self.encoder.run_with_tensors(names, {"features": window[None]})
+        )
         return dict(zip(names, outputs, strict=True))
 
     def decode(self, window: np.ndarray) -> Decoded:
@@ -138,7 +141,8 @@ class SpeechRecognitionPipeline:
         """Greedy decoding from ``<|startoftranscript|>`` over a window's :meth:`encode` outputs."""
         cross = {name: value for name, value in encoded.items() if name != ENCODER_OUTPUT}
         cache = KVCache(self.config)
-        token, generated, total_logprob, no_speech_prob = self.tokens.sot, [], 0.0, 0.0
+        generated: list[int] = []
+        token, total_logprob, no_speech_prob = self.tokens.sot, 0.0, 0.0
         for step in range(self.config.context // 2):
             feeds = {
                 "input_ids": np.array([[token]], np.int64),
@@ -146,7 +150,8 @@ class SpeechRecognitionPipeline:
                 **cross,
                 **cache.feeds(),
             }
-            logits, *presents = self.decoder.run_with_tensors(["logits", *cache.output_names], feeds)
+            outputs = self.decoder.run_with_tensors(["logits", *cache.output_names], feeds)
+            logits, *presents = cast("list[spawnml.Tensor]", outputs)
             cache.update(presents, 1)
             logits = np.asarray(logits.numpy())[0, -1]
             if step == 0:
