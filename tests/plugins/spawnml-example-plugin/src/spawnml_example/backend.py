@@ -8,6 +8,7 @@ and two standard operators, Add and Mul; everything else is left to later provid
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,8 @@ class ExampleBackend(Backend):
 
     name = "example"
     kernels = KERNELS
+    #: Its conformance lane: only the cases made of its own operators (see the file).
+    expected_failures = files(__package__) / "expected_failures.toml"
 
     def availability(self) -> Availability:
         return Availability(True)
