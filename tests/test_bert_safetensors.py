@@ -11,8 +11,10 @@ import math
 
 import numpy as np
 import pytest
+import safetensors.torch as safetensors_torch
 import spawnml
 import spawnml.plugins
+import torch
 from spawnml_models.assets import asset_file
 from spawnml_models.bert import WEIGHTS_ASSET, BertConfig, load_bert
 from spawnml_models.embeddings import (
@@ -26,9 +28,6 @@ from spawnml_models.embeddings import (
 
 from tests.backends import backend_or_skip
 from tests.model_files import require
-
-torch = pytest.importorskip("torch")
-safetensors_torch = pytest.importorskip("safetensors.torch")
 
 pytestmark = pytest.mark.real_model
 

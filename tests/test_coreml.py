@@ -20,21 +20,18 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import coremltools as ct
 import numpy as np
 import onnxruntime
 import pytest
 import spawnml
+import torch
+from coremltools.models.neural_network.quantization_utils import quantize_weights
 from spawnml import Limits, ModelLimitError, ModelLoadError, UnsafeExternalDataError, UnsupportedOperatorError
 from spawnml.cli import main
 from spawnml.formats import ModelSource, detect
 from spawnml.plugins import formats
 from spawnml_formats.coreml.protos import proto
-
-torch = pytest.importorskip("torch")
-ct = pytest.importorskip("coremltools")
-quantize_weights = pytest.importorskip(
-    "coremltools.models.neural_network.quantization_utils"
-).quantize_weights
 
 RTOL, ATOL = 1e-5, 1e-6
 TARGETS = ("neuralnetwork", "mlprogram")

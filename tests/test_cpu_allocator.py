@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-pytest.importorskip("spawnml_cpu")
-
 #: Loads the plugins, then 20 times fills four 8 MiB arrays at once and frees them (as a run's
 #: activations live and die): the minor faults per array.
 FAULTS_PER_ARRAY = """

@@ -14,16 +14,15 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
+import gguf
 import numpy as np
 import pytest
+import torch
+import transformers
 from spawnml_models.llm import TextGenerationPipeline
 from spawnml_models.llm.cache import KVCache
 
 from tests.backends import backend_or_skip
-
-gguf = pytest.importorskip("gguf")
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 64, 2, 4, 2, 128, 128
 LOGITS_ATOL = 1e-4
@@ -124,7 +123,6 @@ def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(model_file: Path) -> tuple[object, object]:
-    pytest.importorskip("accelerate")
     directory, name = model_file.parent, model_file.name
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)

@@ -52,9 +52,9 @@ def smollm2() -> Path:
 @pytest.fixture(scope="module")
 def reference(smollm2: Path) -> tuple[object, object]:
     """transformers' tokenizer and model, loaded from the GGUF file."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("accelerate")
+    import torch
+    import transformers
+
     directory, name = smollm2.parent, smollm2.name
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)

@@ -79,8 +79,9 @@ def pipeline() -> OCRPipeline:
 
 @pytest.fixture(scope="module")
 def reference():
-    rapidocr = pytest.importorskip("rapidocr_onnxruntime")
-    return rapidocr.RapidOCR()
+    import rapidocr_onnxruntime
+
+    return rapidocr_onnxruntime.RapidOCR()
 
 
 @pytest.mark.parametrize("name", IMAGES)
@@ -100,7 +101,8 @@ def test_whole_pipeline_on_webgpu_matches_rapidocr_and_the_cpu(tmp_path: Path):
     """Detection, direction and recognition all placed on WebGPU (no CPU node) read what RapidOCR
     reads, within the CPU pipeline's tolerances, and what the CPU backend reads, box for box."""
     backend_or_skip("webgpu")
-    rapidocr = pytest.importorskip("rapidocr_onnxruntime")
+    import rapidocr_onnxruntime as rapidocr
+
     for name in (DETECTOR, CLASSIFIER, RECOGNIZER):
         require(lambda name=name: asset_file(ASSET, name))
     path = tmp_path / "small.png"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import spawnml
+from ai_edge_litert import interpreter as litert
 from spawnml_models.assets import asset_file
 
 from tests.model_files import require
 
-litert = pytest.importorskip("ai_edge_litert.interpreter")
 pytestmark = pytest.mark.real_model
 
 MODELS = [

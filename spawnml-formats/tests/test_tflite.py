@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 import spawnml
 import tflite
+from ai_edge_litert import interpreter as litert
 from spawnml import Limits, ModelLoadError, UnsupportedOperatorError
 from spawnml.formats import ModelSource
 from spawnml_formats.tflite.loader import TFLiteLoader
 from spawnml_formats.tflite.tensors import densify
-
-litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 F32, I32, I8 = tflite.TensorType.FLOAT32, tflite.TensorType.INT32, tflite.TensorType.INT8
 NUMPY = {F32: np.float32, I32: np.int32, I8: np.int8, tflite.TensorType.FLOAT16: np.float16}

@@ -13,12 +13,11 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 import spawnml
+import torch
 from spawnml import Limits, ModelLimitError, ModelLoadError
 from spawnml.formats import ModelSource
 from spawnml_formats.torch.loader import TorchCheckpointLoader
 from spawnml_formats.torch.unpickler import UnsafePickleError
-
-torch = pytest.importorskip("torch")
 
 
 def _state_dict() -> OrderedDict:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import spawnml
+import spawnml_models.assets as assets
+import torch
 
-torch = pytest.importorskip("torch")
-assets = pytest.importorskip("spawnml_models.assets")
-
-from tests.model_files import require  # noqa: E402  (needs spawnml_models, checked above)
+from tests.model_files import require
 
 pytestmark = pytest.mark.real_model
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sklearn.datasets as sklearn_datasets
+import sklearn.model_selection as sklearn_split
 import spawnml
 import spawnml.nn as nn
 import spawnml.nn.functional as F
@@ -19,9 +21,6 @@ from spawnml.optim import Adam
 
 from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
-
-sklearn_datasets = pytest.importorskip("sklearn.datasets")
-sklearn_split = pytest.importorskip("sklearn.model_selection")
 
 #: Per device; cuBLAS sums the products in its own order (1.7e-5 measured on an H200).
 LOSS_RTOL = {"cpu": 1e-5, "webgpu": 1e-5, "opencl": 1e-5, "cuda": 5e-5}

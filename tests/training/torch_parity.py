@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 import spawnml
-
-torch = __import__("pytest").importorskip("torch")
+import torch
 
 #: float32 results of the same math on both sides agree to a few ulps of the largest values.
 RTOL, ATOL = 1e-5, 1e-6
