@@ -13,6 +13,10 @@ from ..ir import Dim, Shape
 from .schema import InferenceContext, TensorType
 
 
+@overload
+def broadcast(*shapes: tuple[Dim, ...]) -> tuple[Dim, ...]: ...
+@overload
+def broadcast(*shapes: Shape) -> Shape: ...
 def broadcast(*shapes: Shape) -> Shape:
     """Numpy-style multidirectional broadcast of possibly symbolic shapes."""
     known = [shape for shape in shapes if shape is not None]
@@ -219,7 +223,7 @@ def dims_product(dims: Sequence[Dim]) -> Dim:
 def resize_output(
     shape: Sequence[int],
     scales: Sequence[float] | None,
-    sizes: Sequence[int] | None,
+    sizes: Sequence[float] | None,
     axes: Sequence[int] | None,
     policy: str,
 ) -> tuple[tuple[int, ...], list[float]]: ...
@@ -227,14 +231,14 @@ def resize_output(
 def resize_output(
     shape: Sequence[Dim],
     scales: Sequence[float] | None,
-    sizes: Sequence[int] | None,
+    sizes: Sequence[float] | None,
     axes: Sequence[int] | None,
     policy: str,
 ) -> tuple[tuple[Dim, ...], Sequence[float | None]]: ...
 def resize_output(
     shape: Sequence[Dim],
     scales: Sequence[float] | None,
-    sizes: Sequence[int] | None,
+    sizes: Sequence[float] | None,
     axes: Sequence[int] | None,
     policy: str,
 ) -> tuple[tuple[Dim, ...], Sequence[float | None]]:
@@ -265,8 +269,8 @@ def resize_output(
         for axis, size in zip(axes, sizes, strict=True)
     ]
     if policy == "stretch":
-        for axis, size, ratio in zip(axes, sizes, ratios, strict=True):
-            out[axis], factors[axis] = int(size), ratio
+        for axis, wanted, ratio in zip(axes, sizes, ratios, strict=True):
+            out[axis], factors[axis] = int(wanted), ratio
         return tuple(out), factors
     known = [ratio for ratio in ratios if ratio is not None]
     common = None if len(known) < len(ratios) else (min if policy == "not_larger" else max)(known)

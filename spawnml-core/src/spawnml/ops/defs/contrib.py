@@ -71,9 +71,10 @@ def _infer_fused_conv(ctx: InferenceContext) -> list[TensorType]:
     if x.shape is None or w.shape is None or len(x.shape) < 3:
         return [TensorType(x.dtype, None)]
     kernel = ctx.attrs.get("kernel_shape") or w.shape[2:]
-    if not all(isinstance(k, int) for k in kernel):
+    ints = [k for k in kernel if isinstance(k, int)]
+    if len(ints) != len(kernel):
         return [TensorType(x.dtype, (x.shape[0], w.shape[0], *(None,) * (len(x.shape) - 2)))]
-    spatial = tuple(out for out, _, _ in sliding_windows(x.shape[2:], ctx.attrs, kernel))
+    spatial = tuple(out for out, _, _ in sliding_windows(x.shape[2:], ctx.attrs, ints))
     return [TensorType(x.dtype, (x.shape[0], w.shape[0], *spatial))]
 
 
@@ -82,8 +83,14 @@ _EPSILON_12 = Attribute("epsilon", "float", float(np.float32(1e-12)))
 _NORMALIZATION = (Attribute("axis", "int", -1), _EPSILON_5, Attribute("stash_type", "int", 1))
 
 
-def _ms(name: str, infer: InferFn, *attributes: Attribute, **arity: tuple[int, int]) -> OpSchema:
-    return OpSchema(name, domain=MS, attributes=attributes, infer=infer, **arity)
+def _ms(
+    name: str,
+    infer: InferFn,
+    *attributes: Attribute,
+    inputs: tuple[int, int] = (1, 1),
+    outputs: tuple[int, int] = (1, 1),
+) -> OpSchema:
+    return OpSchema(name, domain=MS, inputs=inputs, outputs=outputs, attributes=attributes, infer=infer)
 
 
 SCHEMAS: list[OpSchema] = [

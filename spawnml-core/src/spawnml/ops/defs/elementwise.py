@@ -73,6 +73,7 @@ def _infer_mod(ctx: InferenceContext) -> list[TensorType]:
     first = ctx.input(0)
     floating = first is not None and first.dtype is not None and first.dtype.kind not in "biu"
     if floating and not ctx.attrs["fmod"] and ctx.opset < 28:
+        assert first is not None  # floating says so
         raise InvalidGraphError(f"Mod of {first.dtype} needs fmod=1 before opset 28")
     return broadcast_inputs()(ctx)
 

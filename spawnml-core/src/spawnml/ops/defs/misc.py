@@ -84,7 +84,7 @@ def _schema(
     return OpSchema(name, domain, since, inputs, outputs, attributes, infer)
 
 
-def _float(name: str, default: float | object) -> Attribute:
+def _float(name: str, default: float) -> Attribute:  # or REQUIRED
     """A float attribute; a default rounded to float32, as ONNX stores float attributes."""
     value = default if default is REQUIRED else float(np.float32(default))
     return Attribute(name, "float", value)

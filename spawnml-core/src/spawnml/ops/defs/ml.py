@@ -5,6 +5,7 @@ take or give maps and sequences, are not defined."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def _infer_one_hot(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(FLOAT32, None if shape is None else (*shape, categories))]
 
 
-def label_encoder_values(attrs: dict) -> tuple[str, object] | None:
+def label_encoder_values(attrs: dict[str, Any]) -> tuple[str, Any] | None:
     """Which attribute holds a LabelEncoder's values, and the values: ``values_tensor``,
     ``values_strings``, ``values_int64s`` or ``values_floats`` (``classes_strings`` in v1)."""
     for name in ("values_tensor", "values_strings", "values_int64s", "values_floats"):
@@ -177,9 +178,14 @@ _LABEL_ENCODER_2 = (
 
 
 def _ml(
-    name: str, infer: InferFn, *attributes: Attribute, since: int = 1, **arity: tuple[int, int]
+    name: str,
+    infer: InferFn,
+    *attributes: Attribute,
+    since: int = 1,
+    inputs: tuple[int, int] = (1, 1),
+    outputs: tuple[int, int] = (1, 1),
 ) -> OpSchema:
-    return OpSchema(name, domain=ML, since_version=since, attributes=attributes, infer=infer, **arity)
+    return OpSchema(name, ML, since, inputs=inputs, outputs=outputs, attributes=attributes, infer=infer)
 
 
 SCHEMAS: list[OpSchema] = [

@@ -91,9 +91,10 @@ def _windowed(
         return None
     kernel = _kernel(ctx, weight)
     spatial: tuple[Dim, ...] = (None,) * (len(shape) - 2)
-    if kernel is not None and all(isinstance(k, int) for k in kernel):
+    ints = [k for k in kernel if isinstance(k, int)] if kernel is not None else []
+    if kernel is not None and len(ints) == len(kernel):
         windows = transposed_windows if transposed else sliding_windows
-        spatial = tuple(out for out, _, _ in windows(shape[2:], ctx.attrs, kernel))
+        spatial = tuple(out for out, _, _ in windows(shape[2:], ctx.attrs, ints))
     return (shape[0], channels, *spatial)
 
 

@@ -6,6 +6,8 @@ widened the accepted element types.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...ir import Dim
 from ..schema import Attribute, InferenceContext, InferFn, OpSchema, TensorType
 from ..shapes import as_text
@@ -24,7 +26,7 @@ _LINEAR_BEFORE_RESET = Attribute("linear_before_reset", "int", 0)
 _INPUT_FORGET = Attribute("input_forget", "int", 0)
 
 
-def directions(attrs: dict[str, object]) -> int:
+def directions(attrs: dict[str, Any]) -> int:
     """How many directions a recurrent node runs: 2 when bidirectional, else 1."""
     return 2 if as_text(attrs.get("direction", "forward")) == "bidirectional" else 1
 
@@ -43,6 +45,8 @@ def _infer_recurrent(states: int) -> InferFn:
             return [TensorType(x.dtype, None)] * (1 + states)
         batchwise = bool(ctx.attrs.get("layout", 0))
         steps, batch = (x.shape[1], x.shape[0]) if batchwise else x.shape[:2]
+        y: tuple[Dim, ...]
+        final: tuple[Dim, ...]
         if batchwise:
             y, final = (batch, steps, count, hidden), (batch, count, hidden)
         else:

@@ -56,8 +56,10 @@ def _infer_dft(ctx: InferenceContext) -> list[TensorType]:
         return [TensorType(source.dtype, (None,) * (len(dims) - 1) + (dims[-1],))]
     axis = dft_axis(axis, len(dims))
     length, requested = dims[axis], _scalar(ctx, 1)
-    known = isinstance(length, int) and (requested is not None or not _given(ctx, 1))
-    dims[axis] = dft_sizes(length, requested, inverse, onesided)[1] if known else None
+    known = requested is not None or not _given(ctx, 1)
+    dims[axis] = (
+        dft_sizes(length, requested, inverse, onesided)[1] if isinstance(length, int) and known else None
+    )
     return [TensorType(source.dtype, tuple(dims))]
 
 
@@ -73,6 +75,7 @@ def stft_frames(length: int, frame_length: int, step: int) -> int:
 def _infer_stft(ctx: InferenceContext) -> list[TensorType]:
     signal = ctx.input(0) or TensorType(None, None)
     batch, length = (None, None) if signal.shape is None else signal.shape[:2]
+    frame_length: Dim
     if _given(ctx, 3):
         frame_length = _scalar(ctx, 3)
     elif _given(ctx, 2):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -246,11 +247,12 @@ def _infer_concat(ctx: InferenceContext) -> list[TensorType]:
     axis = normalize_axis(ctx.attrs.get("axis", 1), rank)
     dims = [_merge_dims([shape[i] for shape in known]) for i in range(rank)]
     sizes = [None if shape is None else shape[axis] for shape in shapes]
-    dims[axis] = sum(sizes) if all(isinstance(size, int) for size in sizes) else None
+    ints = [size for size in sizes if isinstance(size, int)]
+    dims[axis] = sum(ints) if len(ints) == len(sizes) else None
     return [TensorType(dtype, tuple(dims))]
 
 
-def _split_sizes(ctx: InferenceContext, dim: Dim, count: int) -> list[Dim]:
+def _split_sizes(ctx: InferenceContext, dim: Dim, count: int) -> Sequence[Dim]:
     listed = ctx.attrs.get("split")
     if listed is not None:
         return list(listed)
@@ -303,10 +305,10 @@ def _expand_dims(ctx: InferenceContext, shape: tuple[Dim, ...]) -> Shape:
 
 def _tile_dims(ctx: InferenceContext, shape: tuple[Dim, ...]) -> Shape:
     if ctx.opset < 6:
-        tiles, axis = constant_ints(ctx, 1), constant_ints(ctx, 2)
-        if axis is None:
+        tiles, axes = constant_ints(ctx, 1), constant_ints(ctx, 2)
+        if axes is None:
             return _unknown_dims(len(shape))
-        axis = normalize_axis(axis[0], len(shape))
+        axis = normalize_axis(axes[0], len(shape))
         return _replaced(shape, axis, None if tiles is None else _scaled(shape[axis], tiles[0]))
     repeats = constant_ints(ctx, 1)
     if repeats is None:
@@ -382,13 +384,16 @@ def _infer_top_k(ctx: InferenceContext) -> list[TensorType]:
     shape = _shape(ctx)
     if shape is None:
         return [TensorType(_dtype(ctx), None), TensorType(INT64, None)]
-    k = ctx.attrs["k"] if ctx.opset < 10 else (constant_ints(ctx, 1) or [None])[0]
+    given = constant_ints(ctx, 1) if ctx.opset >= 10 else None
+    k: Dim = ctx.attrs["k"] if ctx.opset < 10 else (given[0] if given else None)
     dims = _replaced(shape, normalize_axis(ctx.attrs.get("axis", -1), len(shape)), k)
     return [TensorType(_dtype(ctx), dims), TensorType(INT64, dims)]
 
 
 def _infer_unique(ctx: InferenceContext) -> list[TensorType]:
     shape, axis = _shape(ctx), ctx.attrs.get("axis")
+    values: Shape
+    inverse: Shape
     if axis is None:
         values = (None,)
         inverse = None if shape is None else (dims_product(shape),)
@@ -430,7 +435,7 @@ CONSTANT_DTYPES: dict[str, np.dtype | None] = {
 }
 
 
-def constant_value(attrs: dict[str, object]) -> np.ndarray:
+def constant_value(attrs: dict[str, Any]) -> np.ndarray:
     """The tensor a Constant node holds, from whichever ``value*`` attribute it sets."""
     present = [name for name in CONSTANT_DTYPES if attrs.get(name) is not None]
     if len(present) != 1:
@@ -455,8 +460,8 @@ def _infer_constant_of_shape(ctx: InferenceContext) -> list[TensorType]:
 
 
 def _infer_range(ctx: InferenceContext) -> list[TensorType]:
-    values = [ctx.constant(i) for i in range(3)]
-    if any(value is None for value in values):
+    values = [value for i in range(3) if (value := ctx.constant(i)) is not None]
+    if len(values) < 3:
         return [TensorType(_dtype(ctx), (None,))]
     start, limit, delta = (value.reshape(()) for value in values)
     if delta == 0:
@@ -525,10 +530,11 @@ def _einsum_dims(term: str, shape: tuple[Dim, ...]) -> tuple[dict[str, Dim], tup
 
 def _infer_einsum(ctx: InferenceContext) -> list[TensorType]:
     terms, output = einsum_terms(as_text(ctx.attrs["equation"]))
-    shapes = [_shape(ctx, i) for i in range(len(ctx.inputs))]
-    if len(terms) != len(shapes):
-        raise InvalidGraphError(f"Einsum equation has {len(terms)} terms for {len(shapes)} inputs")
-    if any(shape is None for shape in shapes):
+    given = [_shape(ctx, i) for i in range(len(ctx.inputs))]
+    if len(terms) != len(given):
+        raise InvalidGraphError(f"Einsum equation has {len(terms)} terms for {len(given)} inputs")
+    shapes = [shape for shape in given if shape is not None]
+    if len(shapes) < len(given):
         return [TensorType(_dtype(ctx), None)]
     sizes: dict[str, list[Dim]] = {}
     broadcast_parts = []
@@ -537,11 +543,11 @@ def _infer_einsum(ctx: InferenceContext) -> list[TensorType]:
         for letter, dim in letters.items():
             sizes.setdefault(letter, []).append(dim)
         broadcast_parts.append(middle)
-    middle = broadcast(*broadcast_parts)
+    joined = broadcast(*broadcast_parts)
     before, _, after = output.partition("...")
     dims = [
         *(_letter_dim(sizes[letter]) for letter in before),
-        *(middle if "..." in output else ()),
+        *(joined if "..." in output else ()),
         *(_letter_dim(sizes[letter]) for letter in after),
     ]
     return [TensorType(_dtype(ctx), tuple(dims))]

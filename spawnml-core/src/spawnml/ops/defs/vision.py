@@ -7,6 +7,8 @@ Only the versions whose attributes or inputs changed have their own schema.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +52,8 @@ def _infer_grid_sample(ctx: InferenceContext) -> list[TensorType]:
 
 
 def _infer_affine_grid(ctx: InferenceContext) -> list[TensorType]:
-    theta, size = _shape(ctx, 0), constant_ints(ctx, 1)
+    theta = _shape(ctx, 0)
+    size: Sequence[Dim] | None = constant_ints(ctx, 1)
     if size is None:
         length = _dim(_shape(ctx, 1), 0)
         if not isinstance(length, int):
@@ -85,7 +88,8 @@ def _infer_non_max_suppression(ctx: InferenceContext) -> list[TensorType]:
 
 def _infer_col2im(ctx: InferenceContext) -> list[TensorType]:
     x = _shape(ctx, 0)
-    image, block = constant_ints(ctx, 1), constant_ints(ctx, 2)
+    image: Sequence[Dim] | None = constant_ints(ctx, 1)
+    block = constant_ints(ctx, 2)
     if image is None:
         count = _dim(_shape(ctx, 1), 0)
         image = [None] * count if isinstance(count, int) else None
@@ -100,7 +104,7 @@ def unpooled_size(size: int, kernel: int, stride: int, pads: tuple[int, int]) ->
     return (size - 1) * stride + kernel - pads[0] - pads[1]
 
 
-def unpool_attrs(attrs: dict[str, object]) -> tuple[list[int], list[int], list[int]]:
+def unpool_attrs(attrs: dict[str, Any]) -> tuple[list[int], list[int], list[int]]:
     """MaxUnpool's kernel, strides and pads (begins then ends), with defaults."""
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(s) for s in attrs.get("strides") or [1] * len(kernel)]
@@ -136,7 +140,7 @@ def _infer_center_crop_pad(ctx: InferenceContext) -> list[TensorType]:
         return [TensorType(_dtype(ctx, 0), None)]
     listed = ctx.attrs.get("axes")
     axes = range(len(x)) if listed is None else [normalize_axis(axis, len(x)) for axis in listed]
-    sizes = constant_ints(ctx, 1) or [None] * len(axes)
+    sizes: Sequence[Dim] = constant_ints(ctx, 1) or [None] * len(axes)
     if len(sizes) != len(axes):
         raise InvalidGraphError(f"CenterCropPad shape lists {len(sizes)} sizes for {len(axes)} axes")
     dims = list(x)
