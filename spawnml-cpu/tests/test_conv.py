@@ -234,48 +234,70 @@ def test_conv_keeps_nan_where_the_reference_has_it():
         assert np.isnan(ours).any()
 
 
-#: 1x1 convolutions, a thread count and whether they take the register-tiled loop: float32 ones of
-#: one group with a tile's rows, where BLAS would run them on one thread (on two threads, those
-#: from BLAS_THREADS_WORK multiply-adds an image on run on BLAS's threads).
+#: 1x1 convolutions, a thread count and the output channels of each call of the register-tiled
+#: loop (none: BLAS): float32 ones of one group with a tile's rows take it, cut into spans of
+#: channels over two threads from BLAS_THREADS_WORK multiply-adds an image on.
 POINTWISE_PATHS = {
-    "narrow-one-thread": (CASES["pointwise-tiles-narrow"], 1, True),
-    "narrow-two-threads": (CASES["pointwise-tiles-narrow"], 2, True),
-    "large-one-thread": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 1, True),
-    "large-two-threads": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 2, False),
-    "grouped": (CASES["pointwise-grouped"], 1, False),
-    "fewer-outputs-than-a-tile": (CASES["pointwise-strided"], 1, False),
+    "narrow-one-thread": (CASES["pointwise-tiles-narrow"], 1, [CASES["pointwise-tiles-narrow"][1][0]]),
+    "narrow-two-threads": (CASES["pointwise-tiles-narrow"], 2, [CASES["pointwise-tiles-narrow"][1][0]]),
+    "large-one-thread": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 1, [96]),
+    "large-two-threads": (((1, 64, 56, 56), (96, 64, 1, 1), {}), 2, [24, 24, 24, 24]),
+    "grouped": (CASES["pointwise-grouped"], 1, []),
+    "fewer-outputs-than-a-tile": (CASES["pointwise-strided"], 1, []),
 }
 
 
 @pytest.mark.parametrize("name", sorted(POINTWISE_PATHS))
-def test_pointwise_takes_the_tiled_loop_where_blas_would_run_on_one_thread(name, monkeypatch):
+def test_pointwise_takes_the_tiled_loop_of_one_group_and_float32(name, monkeypatch):
     from spawnml_cpu.kernels import tiles
     from threadpoolctl import threadpool_limits
 
-    (x_shape, w_shape, attrs), threads, tiled = POINTWISE_PATHS[name]
-    calls: list[tuple[int, ...]] = []
+    (x_shape, w_shape, attrs), threads, channels = POINTWISE_PATHS[name]
+    calls: list[int] = []
     pointwise = tiles.pointwise
-    monkeypatch.setattr(tiles, "pointwise", lambda w, *args: calls.append(w.shape) or pointwise(w, *args))
+    monkeypatch.setattr(tiles, "pointwise", lambda w, *args: calls.append(len(w)) or pointwise(w, *args))
     model = _model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT)
     with threadpool_limits(threads, user_api="blas"):
         ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32))
-    assert bool(calls) == tiled
+    assert sorted(calls) == sorted(channels)
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_pointwise_gives_equal_channels_equal_bits_on_any_thread_count():
+    """Equal weight rows give bit-equal output channels, and the same bits on one and two threads
+    (a Softmax of large equal logits turns an ulp apart into zeros)."""
+    from threadpoolctl import threadpool_limits
+
+    x_shape, w_shape = (1, 512, 13, 13), (1000, 512, 1, 1)
+    feeds = _feeds(x_shape, w_shape, np.float32)
+    feeds["w"][:] = feeds["w"][:1] * np.float32(1e3)
+    feeds["b"][:] = feeds["b"][0]
+    model = _model("Conv", x_shape, w_shape, {}, TensorProto.FLOAT)
+    session = spawnml.InferenceSession(model, providers=["cpu"])
+    answers = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            (y,) = session.run(None, feeds)
+        assert (y == y[:, :1]).all()
+        answers.append(y)
+    np.testing.assert_array_equal(*answers)
+    np.testing.assert_allclose(answers[0], _run_both(model, feeds)[1], rtol=1e-4, atol=1e-1)
 
 
 #: Convolutions with two threads available, and whether each is cut over them: im2col ones from
 #: MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows), depthwise ones from
-#: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels). 1x1 ones and those of products by
-#: kernel tap are never cut: their GEMMs run on BLAS's threads from BLAS_THREADS_WORK
-#: multiply-adds an image on.
+#: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels), float32 1x1 ones of one group from
+#: BLAS_THREADS_WORK (spans of channels on the tiled loop). Other 1x1 ones and those of products by
+#: kernel tap are never cut: their GEMMs run on BLAS's threads from BLAS_THREADS_WORK multiply-adds
+#: an image on.
 SPLIT_CASES = {
     "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
     "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
     "depthwise-3x3": ((1, 32, 200, 200), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, True),
     "depthwise-3x3-flat": ((4, 512, 30, 30), (512, 1, 3, 3), {"group": 512, "pads": [1, 1, 1, 1]}, True),
     "depthwise-5x5-batch": ((2, 48, 64, 64), (48, 1, 5, 5), {"group": 48, "pads": [2, 2, 2, 2]}, True),
-    "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, False),
-    "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, False),
+    "pointwise-small": ((2, 64, 28, 28), (96, 64, 1, 1), {}, True),
+    "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, True),
     "pointwise-grouped": ((1, 128, 56, 56), (128, 64, 1, 1), {"group": 2}, False),
     "im2col-tiles": ((2, 32, 64, 60), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "by-tap": ((2, 32, 64, 60), (24, 32, 3, 3), {"pads": [1, 1, 1, 1]}, False),

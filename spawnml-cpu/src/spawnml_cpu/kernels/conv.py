@@ -3,14 +3,15 @@
 2-D float convolutions (and 1-D ones, as 2-D over a height of one) run on the compiled loops
 of :mod:`.loops`: depthwise ones directly (3x3 ones on loops of their own, a flat one for small
 planes at stride 1), 1x1 ones as one GEMM per group on the input itself (float32 ones of one
-group on the register-tiled loop of :mod:`.tiles` where BLAS would run them on one thread),
+group on the register-tiled loop of :mod:`.tiles`, cut into spans of output channels over the
+threads when large),
 stride-1 ones of few outputs (up to ``_BY_TAP_OUTPUTS``) as one GEMM of every kernel tap's
 weights by the input and a sum of its products at each window's places, the others as im2col +
 GEMM over tiles of output rows whose patches stay in cache. 1-D ones whose patches fit in 1 MiB
 (audio frames, a recurrent model's encoder) copy them with one strided numpy copy instead, as
 their cost is all in the calls.
-1x1 ones and those by kernel tap are matrix products and use BLAS's threads as MatMul's do (from
-``BLAS_THREADS_WORK`` multiply-adds an image on); im2col's GEMMs run on one BLAS thread, and large
+1x1 ones on BLAS and those by kernel tap are matrix products and use BLAS's threads as MatMul's do
+(from ``BLAS_THREADS_WORK`` multiply-adds an image on); im2col's GEMMs run on one BLAS thread, and large
 ones are cut over the backend's threads instead (spans of output rows, of channels when
 depthwise; see :mod:`.threads`).
 Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's Relu and Clip) are
@@ -243,11 +244,8 @@ def _convolve_2d(
     if _is_pointwise(windows, x.shape[2:]):
         extra = None if residual is None else residual.reshape(batch, outputs, pixels)
         x, out = x.reshape(batch, group, -1, pixels), y.reshape(batch, outputs, pixels)
-        if _tiled(weights, out, threads):
-            rows, shift = np.ascontiguousarray(weights[0]), np.ascontiguousarray(shift)
-            for n in range(batch):  # (the residual is C-contiguous, see _residual)
-                more = None if extra is None else extra[n]
-                _tiles().pointwise(rows, x[n, 0], shift, low, high, more, out[n])
+        if _tiled(weights, out):
+            _pointwise_tiled(weights[0], x[:, 0], shift, low, high, extra, out, threads)
         else:
             _pointwise(weights, x, shift if finish else None, low, high, extra, out)
         return y
@@ -300,16 +298,41 @@ def _depthwise_2d(
     run_spans(run, channels, part_count(work, channels, threads, MIN_SPLIT_DEPTHWISE), threads)
 
 
-def _tiled(weights: np.ndarray, y: np.ndarray, threads: int) -> bool:
+def _tiled(weights: np.ndarray, y: np.ndarray) -> bool:
     """Whether the 1x1 convolution of ``weights (G, M/G, C/G)`` into ``y (N, M, P)`` takes the
-    register-tiled loop (:func:`.tiles.pointwise`): float32 of one group, shapes it takes, and
-    products that BLAS would run on one thread (on OpenBLAS's threads from ``BLAS_THREADS_WORK``,
-    as the loop's parts cost more to hand to the pool's). MobileNetV2 on one thread, after 0.25 s
-    of rest, median of 20: 11.55 ms with all its 1x1 products on BLAS, 10.85 on the loop."""
+    register-tiled loop (:func:`.tiles.pointwise`): float32 of one group, shapes it takes. The loop
+    computes every output channel with the same code, so equal weights give equal outputs
+    whatever the thread count, where BLAS's kernels may round the last rows of a block (or of a
+    thread's share) differently."""
     groups, outputs, depth = weights.shape
-    single = threads == 1 or y[0].size * depth < BLAS_THREADS_WORK
-    fits = _tiles().fits(outputs, depth, y.shape[2])
-    return groups == 1 and y.dtype == np.float32 and single and fits
+    return groups == 1 and y.dtype == np.float32 and _tiles().fits(outputs, depth, y.shape[2])
+
+
+def _pointwise_tiled(
+    weights: np.ndarray,
+    x: np.ndarray,
+    shift: np.ndarray,
+    low: np.floating,
+    high: np.floating,
+    residual: np.ndarray | None,
+    y: np.ndarray,
+    threads: int,
+) -> None:
+    """``y (N, M, P)`` = ``weights (M, C)`` times each image of ``x (N, C, P)`` plus ``shift`` and
+    ``residual`` (C-contiguous, see :func:`_residual`; None: nothing), clamped, on the tiled loop;
+    from ``BLAS_THREADS_WORK`` multiply-adds an image on, cut into spans of output channels (of a
+    tile's rows at least) that ``threads`` threads take."""
+    tiles = _tiles()
+    rows, shift = np.ascontiguousarray(weights), np.ascontiguousarray(shift)
+    outputs = len(rows)
+    parts = part_count(y[0].size * rows.shape[1], outputs // tiles.ROWS, threads, BLAS_THREADS_WORK)
+    for n in range(len(y)):
+
+        def run(channels: slice, n: int = n) -> None:
+            more = None if residual is None else residual[n, channels]
+            tiles.pointwise(rows[channels], x[n], shift[channels], low, high, more, y[n, channels])
+
+        run_spans(run, outputs, parts, threads)
 
 
 def _pointwise(
