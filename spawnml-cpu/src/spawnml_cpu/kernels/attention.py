@@ -19,6 +19,7 @@ from spawnml.ir import Node
 from spawnml.ops.defs.attention import PREVIEW, check_linear_attention
 from spawnml.ops.shapes import normalize_axis
 
+from .checks import run_subgraph
 from .nn_common import compute_dtype, matmul, widen
 from .table import KERNELS
 
@@ -180,7 +181,7 @@ def _attention(
     past_key: Array | None = None,
     past_value: Array | None = None,
     nonpad_kv_seqlen: Array | None = None,
-) -> tuple[Array, ...]:
+) -> tuple[Array | None, ...]:
     attrs, dtype = ctx.attrs, q.dtype
     packed = q.ndim == 3
     if packed:
@@ -212,7 +213,7 @@ def _modify(ctx: KernelContext, attribute: str, values: Array) -> Array:
     body = ctx.attrs.get(attribute)
     if body is None:
         return values
-    (result,) = ctx.run_subgraph(body, {body.inputs[0].name: values})
+    (result,) = run_subgraph(ctx, body, {body.inputs[0].name: values})
     return np.asarray(result).astype(values.dtype, copy=False)
 
 

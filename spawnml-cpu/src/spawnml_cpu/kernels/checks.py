@@ -7,11 +7,12 @@ or None when it can.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Any
 
 import numpy as np
-from spawnml.backend import CheckFn
+from spawnml.backend import CheckFn, KernelContext
 from spawnml.errors import SpawnMLError
-from spawnml.ir import Node
+from spawnml.ir import Graph, Node
 from spawnml.ops.shapes import as_text
 
 
@@ -41,6 +42,15 @@ def valid_when(validate: Callable[[Node], object]) -> CheckFn:
     return check
 
 
-def scalar(array: np.ndarray) -> int:
+def scalar(array: np.ndarray | None) -> int:
     """The one value of a scalar or one-element input, as an int."""
+    if array is None:
+        raise ValueError("a required scalar input is missing")
     return int(np.asarray(array).reshape(-1)[0])
+
+
+def run_subgraph(ctx: KernelContext, body: Graph, feeds: dict[str, Any]) -> list[Any]:
+    """``body`` run on ``feeds`` by the runner the planner gives every node with subgraphs."""
+    if ctx.run_subgraph is None:
+        raise ValueError(f"{ctx.node.op_type} runs a subgraph, but its context has no subgraph runner")
+    return ctx.run_subgraph(body, feeds)

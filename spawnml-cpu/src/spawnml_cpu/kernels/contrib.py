@@ -107,7 +107,7 @@ def _check_stash(node: Node, opset: int) -> str | None:
 @KERNELS.register("LayerNormalization", until=17, check=_check_stash)
 def _layer_norm_v1(
     ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
-) -> tuple[Array, Array, Array]:
+) -> tuple[Array, Array | None, Array]:
     """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type."""
     attrs = ctx.attrs
     normalized, mean, inv_std = _normalize(
@@ -134,7 +134,7 @@ def _skip_normalize(
     beta: Array | None,
     bias: Array | None,
     centered: bool,
-) -> tuple[Array, Array | None, Array, Array]:
+) -> tuple[Array, Array | None, Array, Array | None]:
     """Normalize ``input + skip + bias`` over the last axis; also give the statistics and the sum."""
     given = [a for a in (x, skip, gamma, beta, bias) if a is not None]
     if all(a.dtype == FLOAT32 for a in given) and skip.shape == x.shape and x.size:
@@ -188,14 +188,14 @@ def _skip_layer_norm(
     gamma: Array,
     beta: Array | None = None,
     bias: Array | None = None,
-) -> tuple[Array, Array | None, Array, Array]:
+) -> tuple[Array, Array | None, Array, Array | None]:
     return _skip_normalize(ctx, x, skip, gamma, beta, bias, centered=True)
 
 
 @KERNELS.register("SkipSimplifiedLayerNormalization", domain=MS)
 def _skip_simplified_layer_norm(
     ctx: KernelContext, x: Array, skip: Array, gamma: Array, bias: Array | None = None
-) -> tuple[Array, Array | None, Array, Array]:
+) -> tuple[Array, Array | None, Array, Array | None]:
     """Root-mean-square normalization of the sum; it has no mean to give."""
     return _skip_normalize(ctx, x, skip, gamma, None, bias, centered=False)
 
@@ -266,7 +266,7 @@ def _attention(
     mask_index: Array | None = None,
     past: Array | None = None,
     attention_bias: Array | None = None,
-) -> tuple[Array, Array]:
+) -> tuple[Array, Array | None]:
     """Multi-head attention over packed Q/K/V projection weights, with an optional key/value
     cache ``past`` (``[2, B, N, P, H]``) returned extended as ``present``."""
     attrs = ctx.attrs
@@ -372,7 +372,8 @@ def _defaults(name: str) -> tuple[float, ...] | None:
     """The defaults of the parameters of FusedConv's activation ``name``; None where it has none."""
     if not name:
         return ()
-    return (_CLAMPS.get(name) or _AFTER.get(name, (None, None)))[1]
+    found = _CLAMPS.get(name) or _AFTER.get(name)
+    return None if found is None else found[1]
 
 
 def _check_fused_conv(node: Node, opset: int) -> str | None:

@@ -19,6 +19,7 @@ from spawnml.limits import run_limits
 from spawnml.tensor import TensorSequence
 
 from . import sequence  # noqa: F401  (registration by import)
+from .checks import run_subgraph
 from .table import KERNELS
 
 INT64 = np.dtype(np.int64)
@@ -76,7 +77,7 @@ def _branches_fit(node: Node, opset: int) -> str | None:
 @KERNELS.register("If", check=_branches_fit)
 def if_(ctx: KernelContext, condition: np.ndarray) -> tuple[Any, ...]:
     branch = ctx.attrs["then_branch"] if _flag(condition) else ctx.attrs["else_branch"]
-    return tuple(ctx.run_subgraph(branch, {}))
+    return tuple(run_subgraph(ctx, branch, {}))
 
 
 # ---------------------------------------------------------------------------- Loop
@@ -110,7 +111,7 @@ def loop(
         if iteration == most:
             raise ModelLimitError("loop iterations", iteration + 1, most, f"node {ctx.node.label()!r}")
         feeds = _feeds(body, [np.array(iteration, INT64), np.array(running), *carried])
-        verdict, *results = ctx.run_subgraph(body, feeds)
+        verdict, *results = run_subgraph(ctx, body, feeds)
         running = _flag(verdict)
         carried = results[: len(carried)]
         for parts, result in zip(scanned, results[len(carried) :], strict=True):
@@ -164,7 +165,7 @@ def _scan_steps(
         raise ValueError(f"scan inputs have different lengths along their scan axes: {sorted(lengths)}")
     parts: list[list[np.ndarray]] = [[] for _ in body.outputs[len(states) :]]
     for step in range(lengths.pop()):
-        results = ctx.run_subgraph(body, _feeds(body, [*states, *(tensor[step] for tensor in scans)]))
+        results = run_subgraph(ctx, body, _feeds(body, [*states, *(tensor[step] for tensor in scans)]))
         states = results[: len(states)]
         for collected, result in zip(parts, results[len(states) :], strict=True):
             collected.append(result)
@@ -238,7 +239,7 @@ def sequence_map(ctx: KernelContext, first: TensorSequence, *extra: Any) -> tupl
     if len(lengths) != 1:
         raise ValueError(f"the sequences to map have different lengths: {sorted(lengths)}")
     results = [
-        ctx.run_subgraph(body, _feeds(body, [_item(given, index) for given in inputs]))
+        run_subgraph(ctx, body, _feeds(body, [_item(given, index) for given in inputs]))
         for index in range(len(first))
     ]
     columns = list(zip(*results, strict=True)) if results else [()] * len(body.outputs)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import math
+import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 import ml_dtypes
 import numpy as np
@@ -25,14 +26,21 @@ from .table import KERNELS
 
 Array = np.ndarray
 Attrs = dict[str, Any]
-#: ``fn(attrs, *inputs)`` computing an operator on (widened) numpy arrays.
-Compute = Callable[..., Array]
+#: ``fn(attrs, *inputs)`` computing an operator on (widened) numpy arrays: an array, or the numpy
+#: scalar a ufunc gives for 0-d inputs (:func:`finish` makes it an array).
+Compute = Callable[..., Array | np.generic]
 
 BOOL = np.dtype(np.bool_)
 FLOAT32 = np.dtype(np.float32)
 _NARROW_FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16))
 
 
+@overload
+def widen(x: Array) -> Array: ...
+@overload
+def widen(x: None) -> None: ...
+@overload
+def widen(x: Array | None) -> Array | None: ...
 def widen(x: Array | None) -> Array | None:
     """``x`` in the type to compute it in: float32 for narrower floats, else unchanged."""
     return x.astype(FLOAT32) if x is not None and x.dtype in _NARROW_FLOATS else x
@@ -63,7 +71,7 @@ def _register(
     """
 
     def kernel(ctx: KernelContext, *inputs: Array | None) -> Array:
-        dtype = inputs[out].dtype if isinstance(out, int) else out
+        dtype = typing.cast(Array, inputs[out]).dtype if isinstance(out, int) else out  # that input is given
         return finish(fn(ctx.attrs, *map(widen, inputs)), dtype, inputs)
 
     KERNELS.register(name, since=since, until=until, check=check)(kernel)

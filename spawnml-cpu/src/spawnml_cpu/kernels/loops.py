@@ -17,10 +17,12 @@ ones at stride 1 read a zero-margined copy of each plane instead, see
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
-_JIT = {"nogil": True, "cache": True}
+_JIT: dict[str, Any] = {"nogil": True, "cache": True}
 #: Output elements a depthwise convolution sums over all kernel taps at a time.
 _CHUNK = 1024
 #: Elements of the input phases the 3x3 depthwise loop holds at a time (16 KiB of float32: they

@@ -8,10 +8,12 @@ the output is not walked again by numpy's strided copies or additions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
-_JIT = {"nogil": True, "cache": True}
+_JIT: dict[str, Any] = {"nogil": True, "cache": True}
 
 
 @numba.njit(**_JIT)

@@ -9,6 +9,7 @@ gives the same values, without one every run differs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -310,7 +311,7 @@ def _adam(attrs: dict, rate: float, step: int, x: Array, g: Array, v: Array, h: 
 
 
 #: The update of one tensor: ``(attrs, rate, step, x, g, *states) -> (x, *states)``.
-_UPDATES = {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam}
+_UPDATES: dict[str, Callable[..., Any]] = {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam}
 
 
 def _optimizer_kernel(name: str):

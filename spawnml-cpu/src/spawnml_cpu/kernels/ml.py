@@ -306,7 +306,10 @@ def _encoder_keys(attrs: Attrs) -> Array | None:
 
 
 def _encoder_values(attrs: Attrs) -> Array:
-    name, values = label_encoder_values(attrs)
+    found = label_encoder_values(attrs)
+    if found is None:  # refused at load by _check_label_encoder
+        raise ValueError("LabelEncoder has no values_* attribute")
+    name, values = found
     return np.asarray(values) if name == "values_tensor" else np.array(values, dtype=_VALUE_TYPES[name])
 
 
@@ -345,7 +348,10 @@ def _label_encoder(ctx: KernelContext, x: Array) -> Array:
     values = _encoder_values(attrs).reshape(-1)
     default = attrs.get("default_tensor")
     default = attrs[_DEFAULTS[values.dtype.kind]] if default is None else np.asarray(default).reshape(-1)[0]
-    keys = _encoder_keys(attrs).reshape(-1)
+    given = _encoder_keys(attrs)
+    if given is None:  # refused at load by _check_label_encoder
+        raise ValueError("LabelEncoder has no keys_* attribute")
+    keys = given.reshape(-1)
     if (keys.dtype == dtypes.STRING) != (x.dtype == dtypes.STRING):
         raise ValueError(
             f"a {dtypes.name(x.dtype)} input cannot be looked up in {dtypes.name(keys.dtype)} keys"
@@ -466,7 +472,7 @@ def _pairwise_decisions(attrs: Attrs, kernels: Array, classes: int) -> Array:
     starts = np.concatenate([[0], np.cumsum(counts)])
     coefficients = np.asarray(attrs["coefficients"], dtype=FLOAT32).reshape(classes - 1, -1)
     rho = np.asarray(attrs["rho"], dtype=FLOAT32)
-    decisions = []
+    decisions: list[Array] = []
     for i, j in itertools.combinations(range(classes), 2):
         own, other = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
         with one_blas_thread():  # matrix-vector products (see .threads)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
@@ -28,9 +28,15 @@ Activation = Callable[[Array], Array]
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
+class _Parameterized(Protocol):
+    """An activation function with its parameters, which :func:`_bind` gives by name."""
+
+    def __call__(self, x: Array, a: float, b: float) -> Array: ...
+
+
 #: Activation functions by lower-cased name: ``fn(x, alpha, beta)`` and the defaults of the
 #: parameters it takes (alpha, then beta); a default of None must be given by the node.
-_FUNCTIONS: dict[str, tuple[Callable[[Array, float, float], Array], tuple[float | None, ...]]] = {
+_FUNCTIONS: dict[str, tuple[_Parameterized, tuple[float | None, ...]]] = {
     "relu": (lambda x, a, b: np.maximum(x, 0), ()),
     "tanh": (lambda x, a, b: np.tanh(x), ()),
     "sigmoid": (lambda x, a, b: sigmoid(x), ()),
@@ -49,14 +55,15 @@ def _bind(names: Sequence[str], alphas: Sequence[float], betas: Sequence[float])
     """The activation functions ``names`` with their parameters, consumed in order from
     ``alphas`` and ``betas`` by the functions that take them."""
     sources = (iter(alphas), iter(betas))
-    bound = []
+    bound: list[Activation] = []
     for name in names:
         key = as_text(name).lower()
         if key not in _FUNCTIONS:
             raise InvalidGraphError(f"unknown activation function {name!r}")
         fn, defaults = _FUNCTIONS[key]
-        params = [next(source, default) for source, default in zip(sources, defaults, strict=False)]
-        if None in params:
+        taken = [next(source, default) for source, default in zip(sources, defaults, strict=False)]
+        params = [param for param in taken if param is not None]
+        if len(params) != len(taken):
             raise InvalidGraphError(f"activation {name!r} needs activation_alpha and activation_beta")
         bound.append(partial(fn, a=params[0] if params else 0.0, b=params[1] if len(params) > 1 else 0.0))
     return bound
@@ -257,10 +264,10 @@ def _recurrent(
         ys.append(y)
         finals.append(final)
     y = np.stack(ys, axis=1)
-    states = [np.stack(state) for state in zip(*finals, strict=True)]
+    stacked = [np.stack(state) for state in zip(*finals, strict=True)]
     if batchwise:
-        y, states = y.transpose(2, 0, 1, 3), [state.swapaxes(0, 1) for state in states]
-    return tuple(array.astype(dtype, copy=False) for array in (y, *states))
+        y, stacked = y.transpose(2, 0, 1, 3), [state.swapaxes(0, 1) for state in stacked]
+    return tuple(array.astype(dtype, copy=False) for array in (y, *stacked))
 
 
 _RNN_DEFAULTS = ("Tanh",)

@@ -20,14 +20,14 @@ Reduction = Callable[[Array, Axes, bool], Array]
 FLOAT32 = np.dtype(np.float32)
 
 
-def _lowest(dtype: np.dtype) -> object:
+def _lowest(dtype: np.dtype) -> float:
     """The identity of max: -inf, or the smallest integer, or False."""
     if dtype.kind == "b":
         return False
     return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
-def _highest(dtype: np.dtype) -> object:
+def _highest(dtype: np.dtype) -> float:
     """The identity of min: +inf, or the largest integer, or True."""
     if dtype.kind == "b":
         return True
@@ -100,15 +100,15 @@ _register_arg("ArgMin", np.argmin)
 
 @KERNELS.register("CumSum", since=11)
 def cumsum(ctx: KernelContext, x: Array, axis: Array) -> Array:
-    axis = normalize_axis(int(axis.reshape(-1)[0]), x.ndim)
+    along = normalize_axis(int(axis.reshape(-1)[0]), x.ndim)
     data = widen(x)
     if ctx.attrs["reverse"]:
-        data = np.flip(data, axis)
-    total = np.cumsum(data, axis=axis, dtype=data.dtype)
+        data = np.flip(data, along)
+    total = np.cumsum(data, axis=along, dtype=data.dtype)
     if ctx.attrs["exclusive"]:
-        total = _shift_forward(total, axis)
+        total = _shift_forward(total, along)
     if ctx.attrs["reverse"]:
-        total = np.flip(total, axis)
+        total = np.flip(total, along)
     return finish(total, x.dtype, (x,))
 
 
@@ -154,8 +154,12 @@ def _softmax_float32_rows(x: Array) -> Array | None:
     return out
 
 
+#: :func:`_row_maxima` (whose int32 numba returns as an int) and :func:`_softmax_rows`, compiled.
+SoftmaxLoops = tuple[Callable[[Array, Array], int | np.int32], Callable[[Array, Array, Array], None]]
+
+
 @functools.cache
-def _softmax_loops() -> tuple[Callable[[Array, Array], int], Callable[[Array, Array, Array], None]]:
+def _softmax_loops() -> SoftmaxLoops:
     """:func:`_row_maxima` and :func:`_softmax_rows` compiled with numba (imported on first use).
 
     The softmax's sums may be reassociated and its products contracted, and a zero sum (a row of
@@ -174,7 +178,7 @@ def _softmax_loops() -> tuple[Callable[[Array, Array], int], Callable[[Array, Ar
 _MINUS_INFINITY_KEY = -0x7F800001
 
 
-def _row_maxima(x: Array, tops: Array) -> int:
+def _row_maxima(x: Array, tops: Array) -> np.int32:
     """The maximum of each row of a float32 matrix into ``tops``, and the least element as an
     integer key, in one pass. Floats are compared as integers that order as they do (a float
     loop's maximum does not vectorize): the bits of a negative float, less its sign, inverted."""
@@ -255,5 +259,5 @@ def _register_softmax(name: str, fn: Callable[[Array, int], Array]) -> None:
     KERNELS.register(name, since=13)(along_axis)
 
 
-for _name, _fn in {"Softmax": _softmax, "LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
-    _register_softmax(_name, _fn)
+for _name, _along_axis in {"Softmax": _softmax, "LogSoftmax": _log_softmax, "Hardmax": _hardmax}.items():
+    _register_softmax(_name, _along_axis)

@@ -90,9 +90,9 @@ def _nearest_index(coords: np.ndarray, mode: str, shrinking: bool) -> np.ndarray
 def cubic_weights(distance: np.ndarray, a: float) -> np.ndarray:
     """Keys' cubic convolution kernel with coefficient ``a`` at ``distance``."""
     d = np.abs(distance)
-    a = F32(a)
-    near = ((a + F32(2)) * d - (a + F32(3))) * d * d + F32(1)
-    far = ((a * d - F32(5) * a) * d + F32(8) * a) * d - F32(4) * a
+    c = F32(a)
+    near = ((c + F32(2)) * d - (c + F32(3))) * d * d + F32(1)
+    far = ((c * d - F32(5) * c) * d + F32(8) * c) * d - F32(4) * c
     return np.where(d <= 1, near, np.where(d < 2, far, F32(0)))
 
 
@@ -130,7 +130,7 @@ def axis_taps(axis: Axis, attrs: dict) -> Taps:
     if transform == CROP:
         outside = (coords < 0) | (coords > F32(axis.size - 1))
     if mode == "nearest":
-        index = _nearest_index(coords, as_text(attrs["nearest_mode"]), axis.scale < 1).astype(np.int64)
+        index = _nearest_index(coords, as_text(attrs["nearest_mode"]), bool(axis.scale < 1)).astype(np.int64)
         taps = Taps(np.clip(index, 0, axis.size - 1)[None, :], None)
     else:
         taps = _interpolating_taps(coords, axis, attrs, mode)

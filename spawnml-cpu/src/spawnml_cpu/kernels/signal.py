@@ -39,7 +39,7 @@ _TRANSFORMS = {(False, False): np.fft.fft, (True, False): np.fft.ifft, (False, T
 
 def _complex(x: np.ndarray) -> np.ndarray:
     """A ``(..., 1)`` real or ``(..., 2)`` interleaved complex array as ``(...)`` values."""
-    work = np.float64 if x.dtype == np.float64 else np.float32
+    work: type[np.floating] = np.float64 if x.dtype == np.float64 else np.float32
     if x.shape[-1] == 1:
         return x[..., 0].astype(work)
     if x.shape[-1] == 2:

@@ -484,7 +484,7 @@ class _NgramPool:
         vocabulary = None if strings is None else {text: i for i, text in enumerate(dict.fromkeys(strings))}
         items = (
             np.array([vocabulary[text] for text in strings], dtype=np.int64)
-            if vocabulary is not None
+            if vocabulary is not None and strings is not None
             else np.asarray(attrs.get("pool_int64s") or [], dtype=np.int64)
         )
         columns = np.asarray(attrs["ngram_indexes"], dtype=np.int64)

@@ -36,6 +36,14 @@ def _listed(ctx: KernelContext, attr: str, array: np.ndarray | None, since: int)
     return None if array is None else _ints(array)
 
 
+def _required(ctx: KernelContext, attr: str, array: np.ndarray | None, since: int) -> list[int]:
+    """As :func:`_listed`, for ints the operator cannot go without."""
+    listed = _listed(ctx, attr, array, since)
+    if listed is None:
+        raise ValueError(f"{ctx.node.op_type} is missing its {attr}")
+    return listed
+
+
 def _fixed_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise IndexError(f"axis {axis} is out of range for rank {rank}")
@@ -47,14 +55,14 @@ def _compact(array: np.ndarray) -> np.ndarray:
     return array if array.flags.c_contiguous else array.copy()
 
 
-def _wrapped(indices: np.ndarray, size: int) -> np.ndarray:
+def _wrapped(indices: np.ndarray, size: int | np.ndarray) -> np.ndarray:
     """Indices with negative ones counted from the end."""
     return np.where(indices < 0, indices + size, indices)
 
 
 def _element_index(indices: np.ndarray, axis: int, size: int) -> tuple[np.ndarray, ...]:
     """The fancy index of Gather/ScatterElements: ``indices`` on ``axis``, positions elsewhere."""
-    grid = list(np.indices(indices.shape, sparse=True))
+    grid: list[np.ndarray] = list(np.indices(indices.shape, sparse=True))
     grid[axis] = _wrapped(indices, size)
     return tuple(grid)
 
@@ -144,7 +152,7 @@ def slice_(
     axes: np.ndarray | None = None,
     steps: np.ndarray | None = None,
 ) -> np.ndarray:
-    begin, end = _listed(ctx, "starts", starts, since=10), _listed(ctx, "ends", ends, since=10)
+    begin, end = _required(ctx, "starts", starts, since=10), _required(ctx, "ends", ends, since=10)
     axes_list = _listed(ctx, "axes", axes, since=10)
     if axes_list is None:
         axes_list = list(range(len(begin)))
@@ -198,7 +206,7 @@ def pad(
     constant_value: np.ndarray | None = None,
     axes: np.ndarray | None = None,
 ) -> np.ndarray:
-    widths = _listed(ctx, "paddings" if ctx.opset < 2 else "pads", pads, since=11)
+    widths = _required(ctx, "paddings" if ctx.opset < 2 else "pads", pads, since=11)
     axes_list = list(range(data.ndim)) if axes is None else [_fixed_axis(a, data.ndim) for a in _ints(axes)]
     if len(widths) != 2 * len(axes_list):
         raise ValueError(f"pads has {len(widths)} values for {len(axes_list)} axes")
@@ -215,7 +223,7 @@ def pad(
     if mode == "reflect" and all(max(pair) < size for pair, size in zip(padding, cropped.shape, strict=True)):
         return _reflect(cropped, padding)
     if mode != "constant":
-        return np.pad(cropped, padding, mode=mode)
+        return np.pad(cropped, padding, mode=mode)  # type: ignore[call-overload]  # a mode _pad_modes allows
     return np.pad(cropped, padding, constant_values=_pad_value(ctx, data, constant_value))
 
 

@@ -188,7 +188,7 @@ def pointwise(
     pixels = x.shape[1]
     span = min(pixels, WIDTH)
     tail = span - (VECTORS - 1) * LANES
-    low, high = np.float32(low), np.float32(high)
+    low32, high32 = np.float32(low), np.float32(high)
     w_at, x_at, y_at, bias_at = w.ctypes.data, x.ctypes.data, y.ctypes.data, bias.ctypes.data
     extra_at = 0 if residual is None else residual.ctypes.data
     for first in range(0, pixels, span):
@@ -198,8 +198,17 @@ def pointwise(
             start = 4 * (row * pixels + column)  # of the tile's outputs, in bytes
             weights, inputs, shifts = w_at + 4 * row * depth, x_at + 4 * column, bias_at + 4 * row
             if residual is None:
-                _TILE(weights, inputs, y_at + start, 0, shifts, depth, pixels, tail, low, high)
+                _TILE(weights, inputs, y_at + start, 0, shifts, depth, pixels, tail, low32, high32)
             else:
                 _TILE_WITH_RESIDUAL(
-                    weights, inputs, y_at + start, extra_at + start, shifts, depth, pixels, tail, low, high
+                    weights,
+                    inputs,
+                    y_at + start,
+                    extra_at + start,
+                    shifts,
+                    depth,
+                    pixels,
+                    tail,
+                    low32,
+                    high32,
                 )

@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
@@ -128,8 +129,8 @@ def interpolate(
     batch = np.arange(image.shape[0]).reshape(-1, *(1,) * (coords[0].ndim - 1))
     out = np.zeros((*coords[0].shape, image.shape[1]), image.dtype)
     for combination in itertools.product(*per_axis):
-        weight = math.prod(w for _, w in combination)
-        out += channels_last[(batch, *(i for i, _ in combination))] * weight[..., None]
+        combined = np.asarray(math.prod(w for _, w in combination))
+        out += channels_last[(batch, *(i for i, _ in combination))] * combined[..., None]
     return np.moveaxis(out, -1, 1)
 
 
@@ -352,7 +353,7 @@ def _corners(boxes: np.ndarray, center_point_box: int) -> np.ndarray:
     return np.stack([np.minimum(y1, y2), np.minimum(x1, x2), np.maximum(y1, y2), np.maximum(x1, x2)], -1)
 
 
-def _overlapping(a: np.ndarray, b: np.ndarray, threshold: np.floating) -> np.ndarray:
+def _overlapping(a: np.ndarray, b: np.ndarray, threshold: np.generic) -> np.ndarray:
     """``(len(a), len(b))``: which pairs of boxes overlap by an intersection over union above
     ``threshold``. Pairs without a positive intersection or area never do."""
     sides = np.minimum(a[:, None, 2:], b[None, :, 2:]) - np.maximum(a[:, None, :2], b[None, :, :2])
@@ -371,7 +372,7 @@ _NMS_BLOCK = 256
 
 
 def _select(
-    corners: np.ndarray, scores: np.ndarray, limit: int, iou: np.floating, floor: np.floating | None
+    corners: np.ndarray, scores: np.ndarray, limit: int, iou: np.generic, floor: np.generic | None
 ) -> list[int]:
     """Greedy selection: best score first (lower index on ties), skipping any box that
     overlaps one already selected. Candidates go in blocks: each block is checked against
@@ -384,7 +385,7 @@ def _select(
         if len(chosen) >= limit:
             break
         block = order[start : start + _NMS_BLOCK]
-        alive = ~_overlapping(corners[block], corners[chosen], iou).any(axis=1)
+        alive = ~np.asarray(_overlapping(corners[block], corners[chosen], iou).any(axis=1))
         within = _overlapping(corners[block], corners[block], iou)
         for i in range(block.size):
             if alive[i] and len(chosen) < limit:
@@ -451,9 +452,10 @@ def col2im(ctx: KernelContext, x: np.ndarray, image_shape: np.ndarray, block_sha
             slice(t * d, t * d + (c - 1) * s + 1, s)
             for t, d, c, s in zip(tap, dilations, counts, strides, strict=True)
         )
-        out[(..., *region)] += columns[(slice(None), slice(None), *tap)]
-    crop = tuple(slice(pads[a], pads[a] + size) for a, size in enumerate(image))
-    return out[(..., *crop)].astype(x.dtype)
+        at: tuple[Any, ...] = (..., *region)
+        out[at] += columns[(slice(None), slice(None), *tap)]
+    crop: tuple[Any, ...] = (..., *(slice(pads[a], pads[a] + size) for a, size in enumerate(image)))
+    return out[crop].astype(x.dtype)
 
 
 @KERNELS.register("MaxUnpool", since=9, check=valid_when(lambda node: unpool_attrs(node.attrs)))
