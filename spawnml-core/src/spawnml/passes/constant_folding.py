@@ -78,7 +78,11 @@ def evaluate(
     single = Graph(
         nodes=[node],
         outputs=[Value(name) for name in names],
-        initializers={name: graph.initializers.get(name, outer.get(name)) for name in node.inputs if name},
+        initializers={
+            name: graph.initializers[name] if name in graph.initializers else outer[name]
+            for name in node.inputs
+            if name
+        },
         opset_imports=graph.opset_imports,
         name=f"folding {node.label()}",
     )

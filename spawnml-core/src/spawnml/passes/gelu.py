@@ -42,7 +42,7 @@ def _match(graph: Graph, erf: Node) -> tuple[str, str, list[Node]] | None:
     made, readers = producers(graph), consumers(graph)
     scaled = made.get(erf.inputs[0])
     x = _scaled_input(graph, scaled)
-    if x is None or only_reader(graph, readers, erf.inputs[0]) is not erf:
+    if x is None or scaled is None or only_reader(graph, readers, erf.inputs[0]) is not erf:
         return None
     plus_one = only_reader(graph, readers, erf.outputs[0])
     if plus_one is None or not _near(_constant_operand(graph, plus_one, "Add", erf.outputs[0]), 1.0):

@@ -63,36 +63,38 @@ def _match(
     readers: dict[str, list[Node]],
 ) -> tuple[str, float, np.ndarray, np.ndarray | None, str, list[Node]] | None:
     chain = _chain(made, div.inputs[1], VARIANCE)
-    centred = made.get(div.inputs[0])
-    if chain is None or not _is(centred, "Sub"):
+    centred = _producer(made, div.inputs[0], "Sub")
+    if chain is None or centred is None:
         return None
     sqrt, add_eps, variance, square = chain
     epsilon = scalar(constant(graph, add_eps.inputs[1]))
     if epsilon is None or scalar(constant(graph, square.inputs[1])) != 2.0:
         return None
-    centred_again = made.get(square.inputs[0])
-    if not _is(centred_again, "Sub") or centred_again.inputs != centred.inputs:
+    centred_again = _producer(made, square.inputs[0], "Sub")
+    if centred_again is None or centred_again.inputs != centred.inputs:
         return None
     x, mean_name = centred.inputs
-    mean = made.get(mean_name)
-    if not _is(mean, "ReduceMean") or mean.inputs[0] != x:
+    mean = _producer(made, mean_name, "ReduceMean")
+    if mean is None or mean.inputs[0] != x:
         return None
     rank = ctx.types(graph).get(x, TensorType(None, None)).shape
     if rank is None or not all(_last_axis(graph, node, len(rank)) for node in (mean, variance)):
         return None
     scale = _single_reader(readers, div.outputs[0])
     gamma = _operand(graph, scale, "Mul", div.outputs[0], len(rank))
-    if gamma is None:
+    if scale is None or gamma is None:  # gamma is None where scale is
         return None
     shift = _single_reader(readers, scale.outputs[0])
     beta = _operand(graph, shift, "Add", scale.outputs[0], len(rank))
-    last = shift if beta is not None else scale
     nodes = list(
         {
             id(n): n for n in (mean, centred, centred_again, square, variance, add_eps, sqrt, div, scale)
         }.values()
     )
-    nodes += [shift] if beta is not None else []
+    last = scale
+    if shift is not None and beta is not None:  # beta is None where shift is
+        nodes.append(shift)
+        last = shift
     if not _internal(graph, readers, nodes, last):
         return None
     return x, epsilon, gamma, beta, last.outputs[0], nodes
@@ -102,12 +104,18 @@ def _is(node: Node | None, op: str) -> bool:
     return node is not None and node.op_type == op and not node.domain
 
 
+def _producer(made: dict[str, Node], name: str, op: str) -> Node | None:
+    """The node making ``name`` when it is an ``op`` (of the default domain)."""
+    node = made.get(name)
+    return node if node is not None and _is(node, op) else None
+
+
 def _chain(made: dict[str, Node], name: str, ops: tuple[str, ...]) -> list[Node] | None:
     """The producers of ``name`` back through the first inputs, when their types are ``ops``."""
     nodes = []
     for op in ops:
-        node = made.get(name)
-        if not _is(node, op):
+        node = _producer(made, name, op)
+        if node is None:
             return None
         nodes.append(node)
         name = node.inputs[0]
@@ -132,7 +140,7 @@ def _single_reader(readers: dict[str, list[Node]], name: str) -> Node | None:
 
 def _operand(graph: Graph, node: Node | None, op: str, operand: str, rank: int) -> np.ndarray | None:
     """The constant last-axis vector that ``node`` (an ``op``) combines with ``operand``."""
-    if not _is(node, op) or operand not in node.inputs:
+    if node is None or not _is(node, op) or operand not in node.inputs:
         return None
     value = constant(graph, node.inputs[1] if node.inputs[0] == operand else node.inputs[0])
     if value is None or value.ndim == 0 or value.ndim > rank or value.size != value.shape[-1]:

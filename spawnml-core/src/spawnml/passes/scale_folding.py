@@ -38,7 +38,8 @@ def fold_scales(graph: Graph, ctx: PassContext) -> int:
         for mul in graph.nodes
         if mul.op_type == "Mul" and not mul.domain
         for index in (0, 1)
-        if _scalar_for(ctx.types(graph), scale := constant(graph, mul.inputs[1 - index]), mul, index)
+        if (scale := constant(graph, mul.inputs[1 - index])) is not None
+        and _scalar_for(ctx.types(graph), scale, mul, index)
     ]
     if not scalings:
         return 0

@@ -19,9 +19,11 @@ def fold_shapes(graph: Graph, ctx: PassContext) -> int:
         if node.domain or node.op_type not in ("Shape", "Size") or node.outputs[0] in outputs:
             continue
         known = ctx.types(graph).get(node.inputs[0])
-        if known is None or known.shape is None or not all(isinstance(dim, int) for dim in known.shape):
+        if known is None or known.shape is None:
             continue
-        dims = [int(dim) for dim in known.shape]
+        dims = [dim for dim in known.shape if isinstance(dim, int)]
+        if len(dims) != len(known.shape):
+            continue
         if node.op_type == "Size":
             value = np.array(math.prod(dims), dtype=np.int64)
         else:

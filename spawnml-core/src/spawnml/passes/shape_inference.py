@@ -122,6 +122,7 @@ def _run_inference(
     """The schema's inference of ``node``; its errors name the node."""
     ctx = InferenceContext(node, opset, schema.resolve_attrs(node), inputs, constants)
     try:
+        assert schema.infer is not None  # _infer_node runs only schemas that infer
         return list(schema.infer(ctx))
     except SpawnMLError as error:
         raise InvalidGraphError(

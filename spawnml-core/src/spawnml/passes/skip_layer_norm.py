@@ -27,13 +27,14 @@ def fuse_skip_layer_norm(graph: Graph, ctx: PassContext) -> int:
         add = made.get(norm.inputs[0])
         if add is None or add.op_type != "Add" or add.domain:
             continue
-        shapes = [ctx.types(graph).get(name) for name in add.inputs]
-        if any(known is None or known.shape is None for known in shapes):
+        types = [ctx.types(graph).get(name) for name in add.inputs]
+        shapes = [known.shape for known in types if known is not None and known.shape is not None]
+        if len(shapes) < len(types):
             continue
-        shape = shapes[0].shape
+        shape = shapes[0]
         if (
             len(shape) != 3
-            or shapes[1].shape != shape
+            or shapes[1] != shape
             or None in shape
             or norm.attrs.get("axis", -1) not in (-1, 2)
         ):
