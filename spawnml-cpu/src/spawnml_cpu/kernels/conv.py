@@ -66,6 +66,9 @@ _BY_TAP_TILE = 1 << 20
 #: Element types the compiled loops take.
 _COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
+#: A clamp's bound: a Python float from the node's attributes, or one in the input's type.
+Bound = float | np.floating
+
 
 def convolve(
     attrs: dict,
@@ -269,8 +272,8 @@ def _depthwise_2d(
     x: np.ndarray,
     weights: np.ndarray,
     shift: np.ndarray,
-    low: np.floating,
-    high: np.floating,
+    low: Bound,
+    high: Bound,
     y: np.ndarray,
     threads: int,
 ) -> None:
@@ -312,8 +315,8 @@ def _pointwise_tiled(
     weights: np.ndarray,
     x: np.ndarray,
     shift: np.ndarray,
-    low: np.floating,
-    high: np.floating,
+    low: Bound,
+    high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
     threads: int,
@@ -339,8 +342,8 @@ def _pointwise(
     weights: np.ndarray,
     x: np.ndarray,
     shift: np.ndarray | None,
-    low: np.floating,
-    high: np.floating,
+    low: Bound,
+    high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
 ) -> None:
@@ -364,8 +367,8 @@ def _im2col_gemm(
     x: np.ndarray,
     weights: np.ndarray,
     shift: np.ndarray,
-    low: np.floating,
-    high: np.floating,
+    low: Bound,
+    high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
     threads: int,
@@ -414,8 +417,8 @@ def _products_by_tap(
     x: np.ndarray,
     weights: np.ndarray,
     shift: np.ndarray,
-    low: np.floating,
-    high: np.floating,
+    low: Bound,
+    high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
 ) -> None:
