@@ -228,11 +228,17 @@ def _run(args: argparse.Namespace) -> int:
     names = [value.name for value in session.get_outputs()]
     results = session.run(None, feeds)
     if args.output:
-        np.savez(args.output, **dict(zip(names, results, strict=True)))
+        outputs: dict[str, Any] = dict(zip(names, results, strict=True))  # sequences and None too
+        np.savez(args.output, **outputs)
         print(f"wrote {len(results)} output(s) to {args.output}", file=sys.stderr)
-    for name, array in zip(names, results, strict=True):
-        print(f"{name}: {dtypes.name(array.dtype)} {list(array.shape)}")
-        print(np.array2string(array, threshold=20, edgeitems=3, precision=6))
+    for name, value in zip(names, results, strict=True):
+        if value is None:
+            print(f"{name}: empty optional")
+            continue
+        for index, array in enumerate(value if isinstance(value, list) else [value]):
+            label = f"{name}[{index}]" if isinstance(value, list) else name
+            print(f"{label}: {dtypes.name(array.dtype)} {list(array.shape)}")
+            print(np.array2string(array, threshold=20, edgeitems=3, precision=6))
     return 0
 
 

@@ -127,7 +127,7 @@ class FormatLoader(ABC):
 def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
     """The loader for ``source``: by magic bytes (a folder: its layout) first, by extension second."""
     head = source.head()
-    if source.is_folder:
+    if source.path is not None and source.is_folder:
         by_magic = [loader for loader in loaders if loader.sniff_folder(source.path)]
     else:
         by_magic = [loader for loader in loaders if loader.sniff(head)]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes
 from .backend import Backend, KernelContext, KernelSpec
 from .errors import (
     DeviceError,
@@ -30,6 +31,7 @@ from .ir import Graph, Node
 from .ops.registry import OperatorRegistry
 from .ops.schema import TensorType
 from .passes.shape_inference import InferenceMemo, infer_shapes
+from .profiler import NODE, Profiler
 from .tensor import EMPTY_OPTIONAL, TensorSequence
 
 #: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
@@ -79,6 +81,8 @@ class Plan:
     host: Backend  # where values not read by any node (e.g. initializer outputs) are placed
     #: Where each graph input is placed when fed from the host: the provider of its first reader.
     feed_homes: dict[str, Backend] = field(default_factory=dict)
+    #: Set while the session profiles: every run then times each step (see :meth:`_run_profiled`).
+    profiler: Profiler | None = None
 
     def placement(self) -> list[tuple[str, str, str]]:
         """``(node label, op_type, provider)`` for every node, in execution order."""
@@ -90,12 +94,40 @@ class Plan:
         """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs)."""
         scope = Scope(self, dict(feeds), parent)
         with np.errstate(all="ignore"):  # kernels give IEEE results (inf, NaN) as ONNX does, silently
-            self._run_steps(scope)
+            if self.profiler is None:  # chosen once a run: the loop over steps has no timing in it
+                self._run_steps(scope, self.steps)
+            else:
+                self._run_profiled(scope, self.profiler)
         return [scope.lookup(name) for name in outputs]
 
-    def _run_steps(self, scope: Scope) -> None:
-        values = scope.values
+    def _run_profiled(self, scope: Scope, profiler: Profiler) -> None:
+        """Run the steps one by one, recording each as a node event (host time: a GPU kernel's
+        launch, not its completion). Shapes are read outside the timed span."""
+        depth, outer = 0, scope.parent
+        while outer is not None:
+            depth, outer = depth + 1, outer.parent
         for step in self.steps:
+            inputs = [_type_shape(_read_value(scope, step, index)) for index in range(len(step.reads))]
+            start = profiler.now()
+            self._run_steps(scope, (step,))
+            end = profiler.now()
+            node = step.node
+            outputs = [_type_shape(scope.values.get(name)) for name in node.outputs if name]
+            profiler.record(
+                node.label(),
+                NODE,
+                start,
+                end,
+                op_name=node.op_type,
+                provider=step.backend.name,
+                input_type_shape=inputs,
+                output_type_shape=outputs,
+                depth=depth,
+            )
+
+    def _run_steps(self, scope: Scope, steps: Sequence[Step]) -> None:
+        values = scope.values
+        for step in steps:
             backend = step.backend
             try:
                 args = []
@@ -105,7 +137,7 @@ class Plan:
                         continue
                     placed = values.get(name)
                     same = placed is not None and placed[1] is backend
-                    args.append(placed[0] if same else scope.fetch(name, backend))
+                    args.append(placed[0] if placed is not None and same else scope.fetch(name, backend))
                 results = step.results or _call(step, args, scope)
             except DeviceError as error:  # name the node and the values it makes
                 node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
@@ -116,6 +148,24 @@ class Plan:
                     values[name] = (result, backend)
             for name in step.release:
                 values.pop(name, None)
+
+
+def _read_value(scope: Scope, step: Step, index: int) -> Placed | None:
+    """Input ``index`` of ``step`` where it lies now, if it is at hand (not in an outer scope)."""
+    name, constant = step.reads[index]
+    if constant is not None:
+        return constant, step.backend
+    return scope.values.get(name) if name else None
+
+
+def _type_shape(placed: Placed | None) -> dict[str, Any]:
+    """A value's element type and shape as onnxruntime's profiles write them: ``{"float": [1, 3]}``."""
+    if placed is None or placed[0] is EMPTY_OPTIONAL:
+        return {}
+    buffer, backend = placed
+    if isinstance(buffer, TensorSequence):
+        return {f"seq({dtypes.name(buffer.dtype)})": [len(buffer.items)]}
+    return {dtypes.name(backend.dtype_of(buffer)): list(backend.shape_of(buffer))}
 
 
 def _call(step: Step, args: list[Any], scope: Scope | None) -> Sequence[Any]:

@@ -53,7 +53,7 @@ def load_safetensors(path: Path, device: str = "cpu") -> dict[str, Tensor]:
 
 def get_rng_state() -> dict[str, Any]:
     """The state of the generator behind ``rand``, dropout, weight initialisation and shuffling."""
-    return generator().bit_generator.state
+    return dict(generator().bit_generator.state)
 
 
 def set_rng_state(state: dict[str, Any]) -> None:

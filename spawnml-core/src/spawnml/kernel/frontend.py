@@ -143,13 +143,13 @@ class _Parser:
         if both := sorted(self.atomic & self.plain):
             raise self.error(tree, f"buffers {both} are used both by atomic_add and by plain indexing")
         params = tuple(ir.Param(p.name, p.type, p.name in self.atomic) for p in self.params.values())
-        workgroup = tuple(self.workgroup_size(w) for w in self.kdef.workgroup)
+        across, down, deep = (*(self.workgroup_size(w) for w in self.kdef.workgroup), 1, 1)[:3]
         return ir.Kernel(
             name=self.kdef.name,
             params=params,
             shared=tuple(self.shared.values()),
             body=body,
-            workgroup=(*workgroup, 1, 1)[:3],
+            workgroup=(across, down, deep),
             source=f"{self.kdef.file}:{self.kdef.first_line}",
             dtypes=frozenset(self.seen),
         )
@@ -287,11 +287,11 @@ class _Parser:
             case ast.UnaryOp(op=op, operand=x):
                 return self.unary(node, op, self.expr(x))
             case ast.Compare(left=left, ops=ops, comparators=rights):
-                terms, a = [], self.expr(left)
-                for op, right in zip(ops, rights, strict=True):
-                    b = self.expr(right)
-                    terms.append(self.compare(node, op, a, b))
-                    a = b
+                terms, lhs = [], self.expr(left)
+                for cmp, right in zip(ops, rights, strict=True):
+                    rhs = self.expr(right)
+                    terms.append(self.compare(node, cmp, lhs, rhs))
+                    lhs = rhs
                 return self.logical(node, "&&", terms)
             case ast.BoolOp(op=op, values=values):
                 return self.logical(node, "&&" if isinstance(op, ast.And) else "||", map(self.expr, values))

@@ -145,7 +145,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
 Adder = Callable[[Registry, str, Any], str]
 
 
-def _named(field: str, kind: str, expected: type) -> Adder:
+def _named(field: str, kind: str, expected: type[Any]) -> Adder:
     """An adder for instances of ``expected`` kept by their ``name`` in ``Registry.<field>``."""
 
     def add(result: Registry, plugin: str, item: Any) -> str:

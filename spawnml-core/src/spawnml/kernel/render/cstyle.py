@@ -87,8 +87,8 @@ class CStyleRenderer:
             case ir.For(var=var, start=start, stop=stop, step=step, body=body):
                 init = f"{self.declare(var, start.dtype)} = {self.expr(start)}"
                 amount = self.literal(abs(step), start.dtype)
-                cond, inc = ("<", "+=") if step > 0 else (">", "-=")
-                head = f"for ({init}; {var} {cond} {self.expr(stop)}; {var} {inc} {amount})"
+                test, inc = ("<", "+=") if step > 0 else (">", "-=")
+                head = f"for ({init}; {var} {test} {self.expr(stop)}; {var} {inc} {amount})"
                 return [f"{pad}{head} {{", *self.block(body, depth + 1), f"{pad}}}"]
             case ir.While(cond=cond, body=body):
                 return [f"{pad}while {self.paren(cond)} {{", *self.block(body, depth + 1), f"{pad}}}"]
