@@ -3,7 +3,7 @@ output, as in PP-OCRv4 det's 2x2 stride-2 upsampling), and BatchNormalization, M
 into a ConvTranspose's weights.
 
 float32 results agree within ``rtol=1e-4, atol=1e-5`` (a different summation order), as do
-float64 ones with onnx's reference evaluator, float16 ones within ``1e-2`` (the reference
+float64 ones with onnx's reference evaluator, float16 ones within ``2e-3`` (the reference
 accumulates in float16), folded graphs within ``1e-5``.
 """
 
@@ -21,7 +21,7 @@ from spawnml_cpu.kernels.conv_transpose import taps_tile
 from tests.ops.conftest import assert_close, make_model, run_both
 
 PRODUCT = {"rtol": 1e-4, "atol": 1e-5}
-HALF = {"rtol": 1e-2, "atol": 1e-2}
+HALF = {"rtol": 2e-3, "atol": 2e-3}
 FOLDED = {"rtol": 1e-5, "atol": 1e-5}
 
 rng = np.random.default_rng(11)
