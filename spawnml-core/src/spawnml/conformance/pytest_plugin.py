@@ -75,7 +75,7 @@ def check_case(backend: str, case: Case) -> None:
     from .expectations import Verdict
     from .runner import SpawnMLTarget, Status, run_case
 
-    expected = _expectations(backend, backends()[backend].expected_failures)
+    expected = _expectations(backend, backends()[backend].expected_failures)  # type: ignore[arg-type]  # a path: hashable
     outcome = run_case(case, SpawnMLTarget(backend))
     message = " ".join(outcome.message.split())  # one line in pytest's summary
     verdict = expected.verdict(outcome)

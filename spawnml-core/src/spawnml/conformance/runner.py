@@ -99,6 +99,7 @@ def run_case(case: Case, target: Target) -> Outcome:
     """Run ``case`` on ``target`` and classify what happened."""
     start = time.perf_counter()
     operators: tuple[str, ...] = ()
+    refused: tuple[str, ...]
     try:
         model = case.model()
         operators = operators_of(model)

@@ -4,14 +4,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ml_dtypes
 import numpy as np
 
-from ..backend import KernelContext
 from ..errors import InvalidArgumentError
 from ..kernel.ir import f32, i32
 from ..kernel.library.narrow import FORMATS, round_to_float, wrap_to_int
 from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
+
+if TYPE_CHECKING:
+    from .table import GPUContext  # the table imports this module
 
 #: The integers held as int32 whose casts wrap into their range on the device.
 WRAPPED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
@@ -19,7 +23,7 @@ WRAPPED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NA
 NARROWED = (*NARROW_FLOATS, *WRAPPED)
 
 
-def narrowed(ctx: KernelContext, x: DeviceArray, target: np.dtype, saturate: bool) -> DeviceArray:
+def narrowed(ctx: GPUContext, x: DeviceArray, target: np.dtype, saturate: bool) -> DeviceArray:
     """``x`` (held as float32 or int32) as ``target``: rounded to nearest even for a float, values
     past its largest saturating to it when ``saturate`` (always for float4); wrapped for an integer,
     floats first rounded to nearest even for the 4- and 2-bit ones, truncated for the others."""
