@@ -111,7 +111,7 @@ class BackwardNode(GraphNode):
                     f"inplace operation: saved tensor {index} of {self.name()} is at version "
                     f"{tensor._version}; expected version {version} instead"
                 )
-        return tuple(tensor for tensor, _ in self._saved)  # type: ignore[misc]
+        return tuple(tensor for tensor, _ in self._saved)  # type: ignore[misc]  # see the docstring
 
     def apply(self, grads: Sequence[Tensor | None]) -> Sequence[Tensor | None]:
         result = self.function.backward(self, *grads)
