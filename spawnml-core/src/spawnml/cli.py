@@ -15,6 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .cli_model import configure_convert, configure_info, model_report, run_convert, run_info
+from .cli_profile import configure_profile, run_profile
 from .errors import InvalidArgumentError, SpawnMLError
 
 __all__ = ["Command", "main", "model_report", "operators_report", "plugins_report"]
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
         Command("convert", "write a model as ONNX, optionally optimized", configure_convert, run_convert),
         Command("run", "run a model on .npy inputs", _configure_run, _run),
+        Command("profile", "time a model's runs by operator type and node", configure_profile, run_profile),
         Command("conformance", "check a backend's conformance", configure_conformance, run_conformance),
     ]
     for command in [*builtins, *registry().commands.values()]:

@@ -18,6 +18,7 @@ from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
 from .passes import GraphOptimizationLevel, optimize
 from .passes.shape_inference import InferenceMemo
 from .planner import Placed, Plan, Transfer, build_plan
+from .profiler import MODEL_LOADING, MODEL_RUN, SESSION, SESSION_INITIALIZATION, Profiler
 from .tensor import EMPTY_OPTIONAL, Tensor, TensorSequence
 
 #: What a session returns for one output: a tensor, a sequence's tensors, or None for an
@@ -49,12 +50,16 @@ class SessionOptions:
     ``limits`` bounds what the model file may ask for. ``graph_optimization_level`` is a
     :class:`GraphOptimizationLevel` (or ``"disable"``, ``"basic"``, ``"extended"``, ``"all"``);
     the default is ``ORT_ENABLE_ALL``, as in onnxruntime. ``optimized_model_filepath``, when
-    set, is where the optimized graph is saved as an ONNX file.
+    set, is where the optimized graph is saved as an ONNX file. ``enable_profiling`` times session
+    creation, every run and every node of it until :meth:`InferenceSession.end_profiling` writes
+    them to ``{profile_file_prefix}_{time}.json`` (a Chrome trace).
     """
 
     limits: Limits | None = None
     graph_optimization_level: GraphOptimizationLevel | int | str = GraphOptimizationLevel.ORT_ENABLE_ALL
     optimized_model_filepath: str | Path = ""
+    enable_profiling: bool = False
+    profile_file_prefix: str = "spawnml_profile"
 
 
 class InferenceSession:
@@ -76,9 +81,15 @@ class InferenceSession:
         from .plugins import operators
 
         options = sess_options or SessionOptions()
+        self._profile_prefix = options.profile_file_prefix
+        self._profiler = Profiler(self._profile_prefix) if options.enable_profiling else None
+        created = Profiler.now()
         limits = limits or options.limits
         self._limits = limits or DEFAULT_LIMITS
         loaded = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
+        if self._profiler is not None:
+            self._profiler.record(MODEL_LOADING, SESSION, created)
+        initialized = Profiler.now()
         self._providers = resolve_providers(providers)
         memo = InferenceMemo()  # the planner infers again what the optimizer last inferred
         self._graph = optimize(loaded, options.graph_optimization_level, self._providers, operators(), memo)
@@ -87,6 +98,9 @@ class InferenceSession:
         self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
         self._required = [arg.name for arg in self.get_inputs()]  # checked on every run
+        if self._profiler is not None:
+            self._profiler.record(SESSION_INITIALIZATION, SESSION, initialized)
+            self._attach(self._profiler)
 
     def close(self) -> None:
         """Free the device memory of the model's weights; the session cannot run afterwards.
@@ -127,13 +141,52 @@ class InferenceSession:
 
         A sequence is fed and returned as a list of arrays, an empty optional as None.
         """
-        return [_to_host(output) for output in self.run_with_tensors(output_names, input_feed)]
+        profiler = self._profiler
+        start = 0 if profiler is None else profiler.now()
+        results = [_to_host(output) for output in self._run(output_names, input_feed)]
+        if profiler is not None:
+            profiler.record(MODEL_RUN, SESSION, start)
+        return results
+
+    # -- profiling, as onnxruntime has it ------------------------------------------------------
+    def end_profiling(self) -> str:
+        """Stop profiling and write its events as a Chrome trace; the file's path.
+
+        ``""`` when the session is not profiling, as in onnxruntime. The trace opens in
+        Perfetto (ui.perfetto.dev) or ``chrome://tracing``.
+        """
+        profiler = self._profiler
+        if profiler is None:
+            return ""
+        self._attach(None)
+        return profiler.write()
+
+    def get_profiling_start_time_ns(self) -> int:
+        """When profiling started, in nanoseconds since the epoch (0 when not profiling)."""
+        return 0 if self._profiler is None else self._profiler.start_time_ns
+
+    def start_profiling(self, file_prefix: str | None = None) -> None:
+        """Start profiling now (SpawnML's addition to onnxruntime's API): runs after warm-up only.
+
+        ``file_prefix`` replaces the options' ``profile_file_prefix`` for this period.
+        """
+        if self._profiler is not None:
+            raise InvalidArgumentError("the session is already profiling; call end_profiling() first")
+        self._attach(Profiler(file_prefix or self._profile_prefix))
 
     # -- device-resident execution --------------------------------------------------------
     def run_with_tensors(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
     ) -> list[Output]:
         """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
+        profiler = self._profiler
+        start = 0 if profiler is None else profiler.now()
+        results = self._run(output_names, input_feed)
+        if profiler is not None:
+            profiler.record(MODEL_RUN, SESSION, start)
+        return results
+
+    def _run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Output]:
         plan = self._open_plan()
         names = self._output_names(output_names)
         placed = self._check_feeds(input_feed)
@@ -155,6 +208,13 @@ class InferenceSession:
         return list(self._open_plan().transfers)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _attach(self, profiler: Profiler | None) -> None:
+        """Profile every run (and the runs of every subgraph) into ``profiler``, or stop (None)."""
+        self._profiler = profiler
+        if self._plan is not None:
+            for plan in _plans(self._plan):
+                plan.profiler = profiler
+
     def _open_plan(self) -> Plan:
         if self._plan is None:
             raise InvalidArgumentError("the session is closed; create a new InferenceSession")
