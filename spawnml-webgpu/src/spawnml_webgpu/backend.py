@@ -10,6 +10,7 @@ from spawnml.backend import Availability
 from spawnml.gpu import GPUBackend
 from spawnml.kernel.render import WGSLRenderer
 
+from .driver_noise import filtered_stderr
 from .runtime import WebGPURuntime
 
 
@@ -27,7 +28,8 @@ class WebGPUBackend(GPUBackend):
         except ImportError as error:
             return None, f"wgpu is not importable: {error}"
         try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            with filtered_stderr():  # drivers print known harmless messages while they are probed
+                adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         except Exception as error:  # wgpu-native raises plain errors when no driver loads
             return None, f"wgpu found no adapter: {error}"
         if adapter is None:
