@@ -15,6 +15,7 @@ from spawnml import plugins
 from spawnml.cli import main
 from spawnml.profiler import summarize
 
+from tests.backends import backend_or_skip
 from tests.model_files import require
 
 RUNS = 3
@@ -153,6 +154,21 @@ def test_subgraph_nodes_nest_in_the_node_that_runs_them(tmp_path):
     depths = {e["name"]: e["args"]["depth"] for e in events if e["cat"] == "Node"}
     assert depths == {"sum": 0, "positive": 0, "choose": 0, "negate": 1}
     assert {row.op_type for row in summarize(events).op_types} == {"ReduceSum", "Greater", "If"}
+
+
+@pytest.mark.parametrize("backend", ["webgpu", "opencl", "cuda"])
+def test_gpu_nodes_are_recorded_on_their_provider_without_changing_results(backend, tmp_path):
+    """On a GPU a node's time is the host's launch; the results stay those of an unprofiled run."""
+    backend_or_skip(backend)
+    options = spawnml.SessionOptions(
+        graph_optimization_level="disable", enable_profiling=True, profile_file_prefix=str(tmp_path / "gpu")
+    )
+    profiled = spawnml.InferenceSession(small_model(), options, providers=[backend])
+    plain = spawnml.InferenceSession(small_model(), providers=[backend])
+    np.testing.assert_array_equal(profiled.run(None, FEEDS)[0], plain.run(None, FEEDS)[0])
+    events = json.loads(Path(profiled.end_profiling()).read_text())
+    nodes = [e for e in events if e["cat"] == "Node"]
+    assert len(nodes) == 4 and {e["args"]["provider"] for e in nodes} == {backend}
 
 
 @pytest.fixture
