@@ -17,6 +17,10 @@ only on disk, and both ONNX runtimes fold them to float32 products), and PP-OCRv
 by node with its own operators (torch_graph.py). silero-vad has no PyTorch counterpart here.
 
 Usage: python bench/cpu.py [--runs N] [--models NAME ...] [--threads T]
+
+``--corpus [NAME ...]`` times the corpus of bench/corpus.toml instead (bench/corpus.py): SpawnML
+against onnxruntime only, each runtime alone in its own process, one after the other, with
+``--json FILE`` to keep the results.
 """
 
 from __future__ import annotations
@@ -372,7 +376,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--threads", type=int, default=None, help="default: the BLAS thread count")
+    parser.add_argument(
+        "--corpus",
+        nargs="*",
+        metavar="NAME",
+        help="time the corpus of bench/corpus.toml (default: all its models)",
+    )
+    parser.add_argument("--manifest", default=None, help="with --corpus: another corpus manifest")
+    parser.add_argument("--json", metavar="FILE", help="with --corpus: write the results to FILE as JSON")
     args = parser.parse_args()
+    if args.corpus is not None:
+        import corpus
+
+        args.manifest = args.manifest or corpus.MANIFEST
+        corpus.run(args)
+        return
     threads, blas = blas_threads()
     threads = args.threads or threads
     print("\n".join(header(threads, blas)), flush=True)
