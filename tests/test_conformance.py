@@ -11,6 +11,6 @@ from spawnml import plugins
 from spawnml.conformance.pytest_plugin import check_case, suite_params
 
 
-@pytest.mark.parametrize(("backend", "case"), suite_params(sorted(plugins.backends())))
+@pytest.mark.parametrize(("backend", "case"), list(suite_params(sorted(plugins.backends()))))
 def test_conformance(backend, case):
     check_case(backend, case)
