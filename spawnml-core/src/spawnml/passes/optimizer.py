@@ -4,15 +4,16 @@
 - ``basic``: semantics-preserving simplifications that any provider benefits from: constant
   and shape folding, inlining of If nodes with a constant condition, no-op and transpose-pair
   elimination, common-subexpression and dead-node elimination.
-- ``extended``: ``basic`` plus fusions: Conv with BatchNormalization and constant Mul/Add,
+- ``extended``: ``basic`` plus transpose optimization (Transposes pushed through layout-agnostic
+  operators until they cancel, as onnxruntime's transpose optimizer does for models converted
+  from NHWC frameworks), then fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), constant scalar Muls into the weights of the MatMul they
   scale, MatMul + Add to Gemm, MatMuls of one input by constant weights into one MatMul and a
   Split, GELU, LayerNormalization and SkipLayerNormalization (taking in the bias Add of one
   addend). A fused operator is only introduced where a provider of the
   session runs it.
 - ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
-  become one ``ai.spawnml::FusedElementwise`` (one generated kernel); layout-changing passes
-  will join here.
+  become one ``ai.spawnml::FusedElementwise`` (one generated kernel).
 
 Passes rewrite every graph: the top-level one first, then subgraph bodies (If branches, Loop and
 Scan bodies), each as a graph of its own that also knows the enclosing scopes' constants and
@@ -51,6 +52,7 @@ from .shape_inference import InferenceMemo
 from .sibling_matmuls import merge_sibling_matmuls
 from .skip_layer_norm import fuse_skip_layer_norm
 from .transpose import cancel_transposes
+from .transpose_optimizer import optimize_transposes
 
 Pass = Callable[[Graph, PassContext], int]
 
@@ -90,6 +92,7 @@ BASIC_PASSES: tuple[Pass, ...] = (
     eliminate_common_subexpressions,
 )
 EXTENDED_PASSES: tuple[Pass, ...] = (
+    optimize_transposes,  # first: a Transpose between a Conv and what fuses into it goes
     fold_into_conv,
     fuse_conv_activation,
     fold_scales,
