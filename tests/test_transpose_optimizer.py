@@ -150,6 +150,18 @@ TAILS = {
         [1, 12, 9, 4],
         2,
     ),
+    "resize_sizes": (
+        [helper.make_node("Resize", ["r2", "", "", "sizes"], ["y"], mode="nearest")],
+        [const("sizes", np.array([1, 12, 9, 4], np.int64))],
+        [1, 12, 9, 4],
+        2,
+    ),
+    "resize_of_channels_stays": (
+        [helper.make_node("Resize", ["r2", "", "scales"], ["y"], mode="nearest")],
+        [const("scales", np.array([1, 1, 2, 2], np.float32))],
+        [1, 6, 12, 8],
+        2,  # the Transpose stays before it
+    ),
     "mean_of_concat_of_mul": (
         [
             helper.make_node("Mul", ["r2", "gain"], ["g"]),

@@ -29,6 +29,8 @@ class View(Protocol):
 
     def rank(self, name: str) -> int | None: ...
 
+    def shape(self, name: str) -> tuple[Any, ...] | None: ...
+
 
 @dataclass
 class Push:
@@ -263,12 +265,12 @@ def resize(node: Node, perm: Perm, view: View) -> Push | None:
         return None
     if as_text(node.attrs.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
         return None
+    back = inverse(perm)
     if view.opset < 11:
         scales = view.constant(_input(node, 1)) if _input(node, 1) else None
-        if scales is None or scales.size != len(perm):
+        if scales is None or scales.size != len(perm) or not _spatial_only(scales, perm, 1):
             return None
-        moved = scales[inverse(perm)]
-        return Push([0], [perm], constants={1: moved}) if _spatial_only(moved, perm) else None
+        return Push([0], [perm], constants={1: scales.reshape(-1)[back]})
     push = Push([0], [perm])
     roi_name = _input(node, 1)
     if roi_name and as_text(node.attrs.get("coordinate_transformation_mode", "")) == "tf_crop_and_resize":
@@ -283,15 +285,24 @@ def resize(node: Node, perm: Perm, view: View) -> Push | None:
         values = view.constant(name)
         if values is None or values.size != len(perm):
             return None
-        push.constants[index] = values.reshape(-1)[inverse(perm)]
-    scales, sizes = push.constants.get(2), push.constants.get(3)
-    if sizes is not None or scales is None or not _spatial_only(scales, perm):
-        return None  # sizes: whether batch and channels keep theirs needs the input's shape
-    return push
+        values = values.reshape(-1)
+        kept = 1 if index == 2 else view.shape(node.inputs[0])  # sizes: batch and channels' own
+        if kept is None or not _spatial_only(values, perm, kept):
+            return None
+        push.constants[index] = values[back]
+    return push if push.constants.keys() - {1} else None
 
 
-def _spatial_only(scales: np.ndarray, perm: Perm) -> bool:
-    return len(perm) >= 3 and bool(np.all(scales[:2] == 1))
+def _spatial_only(values: np.ndarray, perm: Perm, kept: Any) -> bool:
+    """Whether the scales (``kept`` 1) or sizes (``kept`` the input's shape) of a Resize of
+    ``Transpose(s, perm)`` leave ``s``'s first two axes as they are."""
+    if len(perm) < 3:
+        return False
+    for axis in (perm.index(0), perm.index(1)):
+        want = kept if isinstance(kept, int) else kept[axis]
+        if not isinstance(want, int) or values[axis] != want:
+            return False
+    return True
 
 
 def quantize(node: Node, perm: Perm, view: View) -> Push | None:

@@ -18,6 +18,8 @@ their names and layouts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import InvalidGraphError
@@ -41,9 +43,9 @@ class _Sweep:
     def __init__(self, graph: Graph, ctx: PassContext) -> None:
         self.graph = graph
         self.opset = graph.opset()
-        self.ranks = {
-            name: len(known.shape) for name, known in ctx.types(graph).items() if known.shape is not None
-        }
+        types = ctx.types(graph)
+        self.shapes = {name: known.shape for name, known in types.items() if known.shape is not None}
+        self.ranks = {name: len(shape) for name, shape in self.shapes.items()}
         self.outputs = output_names(graph)
         self.taken = {name for node, _ in graph.walk() for name in (*node.inputs, *node.outputs)}
         self.taken |= set(graph.initializers) | {value.name for value in graph.inputs} | self.outputs
@@ -73,6 +75,10 @@ class _Sweep:
     def rank(self, name: str) -> int | None:
         found = self.constant(name)
         return found.ndim if found is not None else self.ranks.get(name)
+
+    def shape(self, name: str) -> tuple[Any, ...] | None:
+        """The inferred shape of a value the sweep has not made."""
+        return self.shapes.get(name)
 
     def perm(self, node: Node) -> Perm | None:
         """A Transpose's permutation (reversing the axes when not given)."""
