@@ -23,6 +23,7 @@ from spawnml.ir import Node
 from .checks import one_of
 from .narrow import to_narrow
 from .table import KERNELS
+from .threads import part_count, run_spans, thread_count
 
 Array = np.ndarray
 Attrs = dict[str, Any]
@@ -88,75 +89,93 @@ def _register_all(
         _register(name, fn, out, check=(checks or {}).get(name), since=since, until=until)
 
 
+# Passes over the threads ---------------------------------------------------------------
+
+#: The least elements of a pass worth cutting over threads (see :func:`over_threads`).
+MIN_SPLIT_ELEMENTS = 1 << 20
+#: The least elements of one part.
+MIN_PART_ELEMENTS = 1 << 18
+
+
+def over_threads(run: Callable[[slice], None], size: int, threads: int | None = None) -> None:
+    """``run`` over spans of ``range(size)``: whole on the calling thread below
+    :data:`MIN_SPLIT_ELEMENTS`, else cut into parts over ``threads`` threads (:func:`thread_count`
+    by default). Each part runs under ``np.errstate(all="ignore")``, as the plan's kernels do."""
+    threads = thread_count() if threads is None else threads
+    parts = part_count(size, max(1, size // MIN_PART_ELEMENTS), threads, least=MIN_SPLIT_ELEMENTS)
+
+    def part(span: slice) -> None:
+        with np.errstate(all="ignore"):
+            run(span)
+
+    run_spans(part if parts > 1 else run, size, parts, threads)
+
+
 # Unary math and activations -----------------------------------------------------------
 
 
 @functools.cache
-def erf_ufunc() -> Callable[[Array], Array]:
-    """The error function (numpy has none), compiled with numba on first use.
-
-    float32 takes a rational approximation that vectorizes (Eigen's and TensorFlow's, within
-    5e-7 of ``math.erf``); float64 takes ``math.erf``, one libm call per element.
-    """
+def _float32_loop(name: str) -> Callable[[Array, Array], None]:
+    """``loop(out, x)``: ``out[i] = f(x[i])`` over flat float32 arrays for the function ``name``
+    of :mod:`.vector_math`, compiled with numba on first use (it vectorizes and runs without the
+    GIL)."""
     import numba
 
-    fast = numba.vectorize(["float32(float32)"], cache=True)(_erf_float32)
+    from . import vector_math
+
+    fn = getattr(vector_math, name)
+
+    @numba.njit(nogil=True, cache=True, error_model="numpy")
+    def loop(out: Array, x: Array) -> None:
+        for i in range(out.size):
+            out[i] = fn(x[i])
+
+    return typing.cast(Callable[[Array, Array], None], loop)
+
+
+def map_float32(name: str, x: Array) -> Array:
+    """The function ``name`` of :mod:`.vector_math` over the float32 array ``x``, as a new array,
+    cut over the threads where it is large."""
+    out = np.empty(x.shape, FLOAT32)
+    source, target = np.ascontiguousarray(x).reshape(-1), out.reshape(-1)
+    loop = _float32_loop(name)
+    over_threads(lambda span: loop(target[span], source[span]), x.size)
+    return out
+
+
+def _split(fn: Callable[[Array], Array]) -> Callable[[Array], Array]:
+    """The numpy ufunc ``fn`` over spans of the flat array on the threads where it is large
+    (numpy releases the GIL in the loop)."""
+
+    def run(x: Array) -> Array:
+        if x.size < MIN_SPLIT_ELEMENTS:
+            return fn(x)
+        source = np.ascontiguousarray(x)
+        out = np.empty(x.shape, fn(source.reshape(-1)[:1]).dtype)
+        flat, target = source.reshape(-1), out.reshape(-1)
+        over_threads(lambda span: fn(flat[span], out=target[span]), x.size)
+        return out
+
+    return run
+
+
+def _vector(name: str, fn: Callable[[Array], Array]) -> Callable[[Array], Array]:
+    """:mod:`.vector_math`'s ``name`` for float32, ``fn`` for the other types."""
+    return lambda x: map_float32(name, x) if x.dtype == FLOAT32 else fn(x)
+
+
+@functools.cache
+def erf_ufunc() -> Callable[[Array], Array]:
+    """The error function (numpy has none): float32 by :func:`.vector_math.erf` (within 5e-7
+    absolute), float64 by ``math.erf`` compiled with numba on first use, one libm call per element."""
+    import numba
+
     exact = numba.vectorize(["float64(float64)"], cache=True)(_erf_scalar)
-    return lambda x: fast(x) if x.dtype == FLOAT32 else exact(x)
+    return _vector("erf", exact)
 
 
 def _erf_scalar(value: float) -> float:
     return math.erf(value)
-
-
-#: Odd numerator (x^1 .. x^13) and even denominator (x^0 .. x^8) of the float32 approximation.
-_ERF_NUMERATOR = (
-    -1.60960333262415e-02,
-    -2.95459980854025e-03,
-    -7.34990630326855e-04,
-    -5.69250639462346e-05,
-    -2.10102402082508e-06,
-    2.77068142495902e-08,
-    -2.72614225801306e-10,
-)
-_ERF_DENOMINATOR = (
-    -1.42647390514189e-02,
-    -7.37332916720468e-03,
-    -1.68282697438203e-03,
-    -2.13374055278905e-04,
-    -1.45660718464996e-05,
-)
-
-
-def _erf_float32(value: np.float32) -> np.float32:
-    """erf on ``[-4, 4]`` as ``x * P(x^2) / Q(x^2)`` (beyond, erf is 1 to float32 precision)."""
-    limit = np.float32(4.0)
-    x = limit if value > limit else value
-    x = -limit if x < -limit else x
-    square = x * x
-    numerator = np.float32(_ERF_NUMERATOR[6])
-    for index in range(5, -1, -1):
-        numerator = numerator * square + np.float32(_ERF_NUMERATOR[index])
-    denominator = np.float32(_ERF_DENOMINATOR[4])
-    for index in range(3, -1, -1):
-        denominator = denominator * square + np.float32(_ERF_DENOMINATOR[index])
-    return x * numerator / denominator
-
-
-@functools.cache
-def _gelu_float32_ufunc() -> Callable[[Array], Array]:
-    """:func:`_gelu_float32` compiled with numba on first use, calling :func:`_erf_float32` inline."""
-    import numba
-
-    numba.extending.register_jitable(_erf_float32)
-    return numba.vectorize(["float32(float32)"], cache=True)(_gelu_float32)
-
-
-_SQRT2 = np.float32(math.sqrt(2))
-
-
-def _gelu_float32(x: np.float32) -> np.float32:
-    return np.float32(0.5) * x * (np.float32(1) + _erf_float32(x / _SQRT2))
 
 
 def _softplus(x: Array) -> Array:
@@ -168,7 +187,7 @@ def erf_gelu(x: Array) -> Array:
     one temporary (halving is exact, so ``(1 + erf) * 0.5 * x`` rounds as the definition's order
     does)."""
     if x.dtype == FLOAT32:
-        return _gelu_float32_ufunc()(x)
+        return map_float32("gelu", x)
     y = erf_ufunc()(x / math.sqrt(2))
     y += 1
     y *= 0.5
@@ -177,15 +196,17 @@ def erf_gelu(x: Array) -> Array:
 
 
 def _gelu(attrs: Attrs, x: Array) -> Array:
-    if attrs["approximate"] == "tanh":
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    return erf_gelu(x)
+    if attrs["approximate"] != "tanh":
+        return erf_gelu(x)
+    if x.dtype == FLOAT32:
+        return map_float32("gelu_tanh", x)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
 _UFUNCS: dict[str, Callable[[Array], Array]] = {
     "Abs": np.abs,
     "Neg": np.negative,
-    "Exp": np.exp,
+    "Exp": _split(np.exp),
     "Log": np.log,
     "Sqrt": np.sqrt,
     "Reciprocal": np.reciprocal,
@@ -204,9 +225,9 @@ _UFUNCS: dict[str, Callable[[Array], Array]] = {
     "Asinh": np.arcsinh,
     "Acosh": np.arccosh,
     "Atanh": np.arctanh,
-    "Tanh": np.tanh,
+    "Tanh": _split(np.tanh),
     "Erf": lambda x: erf_ufunc()(x),
-    "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "Sigmoid": _vector("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
     "Relu": lambda x: np.maximum(x, 0),
     "Softplus": _softplus,
     "Softsign": lambda x: x / (1 + np.abs(x)),

@@ -1,6 +1,10 @@
 """``ai.spawnml::FusedElementwise`` on the CPU: the chain's kernel-IR expressions, written out
 as one Python loop and compiled by numba, so the whole chain is one pass over memory with no
-intermediate arrays. Compiled on first use, once per chain and per set of one-element inputs."""
+intermediate arrays. Compiled on first use, once per chain and per set of one-element inputs.
+
+exp, tanh and erf are :mod:`.vector_math`'s, so that the loop vectorizes (numba's call libm
+once per element); the other functions are libm's. Large passes are cut into spans of the flat
+output over the threads (:func:`.elementwise.over_threads`)."""
 
 from __future__ import annotations
 
@@ -15,17 +19,18 @@ from spawnml.kernel import ir
 from spawnml.kernel.library.chain import decode, step_values
 from spawnml.ops.defs.fused import DOMAIN
 
+from .elementwise import over_threads
 from .table import KERNELS
 
 FLOAT32 = np.dtype(np.float32)
-#: Kernel-IR intrinsics as numba-compilable Python (``math.erf``: numpy has none).
+#: Kernel-IR intrinsics as numba-compilable Python (``vm``: :mod:`.vector_math`).
 _CALLS = {
     "sqrt": "np.sqrt",
     "rsqrt": "np.float32(1) / np.sqrt",
-    "exp": "np.exp",
+    "exp": "vm.exp",
     "log": "np.log",
-    "erf": "math.erf",
-    "tanh": "np.tanh",
+    "erf": "vm.erf",
+    "tanh": "vm.tanh",
     "sin": "np.sin",
     "cos": "np.cos",
     "tan": "np.tan",
@@ -86,18 +91,19 @@ def source(text: str, scalars: tuple[bool, ...]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def compiled(text: str, scalars: tuple[bool, ...]) -> Callable[..., Any]:
-    """The chain ``text`` compiled by numba (with numpy's float error model, so the loop vectorizes).
+    """The chain ``text`` compiled by numba (with numpy's float error model, so the loop
+    vectorizes; without the GIL, so that spans of it run on several threads at once).
 
     The source is generated from the validated kernel IR alone: numbers and operator spellings,
     never text taken from the model file.
     """
-    import math
-
     import numba
 
-    namespace: dict[str, Any] = {"np": np, "math": math}
+    from . import vector_math
+
+    namespace: dict[str, Any] = {"np": np, "vm": vector_math}
     exec(compile(source(text, scalars), "<FusedElementwise>", "exec"), namespace)
-    return numba.njit(error_model="numpy")(namespace["fused"])
+    return numba.njit(error_model="numpy", nogil=True)(namespace["fused"])
 
 
 @KERNELS.register("FusedElementwise", DOMAIN, dtypes=(np.float32,))
@@ -109,8 +115,13 @@ def fused_elementwise(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     out = np.empty(shape, FLOAT32)
     if out.size:
         flat = [_flat(x, shape, out.size) for x in inputs]
-        with np.errstate(all="ignore"):
-            compiled(ctx.attrs["chain"], tuple(x.size == 1 for x in flat))(out.reshape(-1), *flat)
+        kernel = compiled(ctx.attrs["chain"], tuple(x.size == 1 for x in flat))
+        target = out.reshape(-1)
+
+        def run(span: slice) -> None:
+            kernel(target[span], *(x if x.size == 1 else x[span] for x in flat))
+
+        over_threads(run, out.size)
     return out
 
 
