@@ -48,7 +48,7 @@ class Push:
     constants: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-Handler = Callable[[Node, Perm, "View"], "Push | None"]
+Handler = Callable[[Node, Perm, View], "Push | None"]
 
 
 def _names(text: str) -> frozenset[str]:
@@ -321,20 +321,20 @@ def quantize(node: Node, perm: Perm, view: View) -> Push | None:
     return None if axis is None else Push([0], [perm], {"axis": perm[axis]})
 
 
-HANDLERS: dict[str, Handler] = (
-    dict.fromkeys(UNARY, unary)
-    | dict.fromkeys(BROADCASTING, broadcasting)
-    | dict.fromkeys(REDUCTIONS, reduction)
-    | dict.fromkeys(("Softmax", "LogSoftmax", "Hardmax"), with_axis)
-    | dict.fromkeys(("ArgMax", "ArgMin"), arg_reduction)
-    | dict.fromkeys(("QuantizeLinear", "DequantizeLinear"), quantize)
-    | {
-        "Concat": concat,
-        "Split": split,
-        "Squeeze": squeeze,
-        "Unsqueeze": unsqueeze,
-        "Pad": pad,
-        "Slice": slice_,
-        "Resize": resize,
-    }
+GROUPS: tuple[tuple[frozenset[str] | tuple[str, ...], Handler], ...] = (
+    (UNARY, unary),
+    (BROADCASTING, broadcasting),
+    (REDUCTIONS, reduction),
+    (("Softmax", "LogSoftmax", "Hardmax"), with_axis),
+    (("ArgMax", "ArgMin"), arg_reduction),
+    (("QuantizeLinear", "DequantizeLinear"), quantize),
+    (("Concat",), concat),
+    (("Split",), split),
+    (("Squeeze",), squeeze),
+    (("Unsqueeze",), unsqueeze),
+    (("Pad",), pad),
+    (("Slice",), slice_),
+    (("Resize",), resize),
 )
+#: The handler of each operator of the default domain that a Transpose can move past.
+HANDLERS: dict[str, Handler] = {op: handler for ops, handler in GROUPS for op in ops}

@@ -9,11 +9,12 @@ optimization time, a Transpose read by an inverse one cancelled) and ``Transpose
 it, under its output's name, so that the next node or the next Conv's inverse Transpose meets it.
 Back-to-back Transposes compose, and cancel when they compose to the identity.
 
-A node moves a Transpose only where it needs fewer new Transposes for its other inputs than it
-takes in, and where every reader of the Transposes it takes in can take them too (Transposes and
-handled operators): otherwise the count would grow. A Transpose that reaches a graph output, or
-an operator that needs the layout (Conv, Reshape, MatMul, ...), stays there; graph outputs keep
-their names and layouts.
+A node moves a Transpose only where that removes more Transposes than it adds for its other
+inputs: a Transpose it takes in goes only where every reader can take it (Transposes and handled
+operators), one put after it counts as removed where Transposes alone read it, and a node of
+several outputs (Split) moves one only where every output's readers take it. A Transpose that
+reaches a graph output, or an operator that needs the layout (Conv, Reshape, MatMul, ...), stays
+there; graph outputs keep their names and layouts.
 """
 
 from __future__ import annotations
