@@ -143,17 +143,21 @@ def map_float32(name: str, x: Array) -> Array:
     return out
 
 
-def _split(fn: Callable[[Array], Array]) -> Callable[[Array], Array]:
-    """The numpy ufunc ``fn`` over spans of the flat array on the threads where it is large
+def _split(fn: np.ufunc) -> Callable[[Array], Array]:
+    """The unary numpy ufunc ``fn`` over spans of the flat array on the threads where it is large
     (numpy releases the GIL in the loop)."""
 
     def run(x: Array) -> Array:
         if x.size < MIN_SPLIT_ELEMENTS:
-            return fn(x)
+            return typing.cast(Array, fn(x))
         source = np.ascontiguousarray(x)
         out = np.empty(x.shape, fn(source.reshape(-1)[:1]).dtype)
         flat, target = source.reshape(-1), out.reshape(-1)
-        over_threads(lambda span: fn(flat[span], out=target[span]), x.size)
+
+        def part(span: slice) -> None:
+            fn(flat[span], out=target[span])
+
+        over_threads(part, x.size)
         return out
 
     return run

@@ -23,6 +23,9 @@ whether the loop runs it in a vector or alone, so results do not depend on how a
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -35,31 +38,31 @@ I32 = np.int32
 _FLOAT = ir.FloatType()
 
 
-@intrinsic
-def fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]
-    """``a * b + c`` rounded once (``llvm.fma``, which LLVM vectorizes), for float32 operands."""
+def _fma(typingctx, a, b, c):
     signature = types.float32(types.float32, types.float32, types.float32)
 
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         fn_type = ir.FunctionType(_FLOAT, [_FLOAT] * 3)
-        fn = cgutils.get_or_insert_function(builder.module, fn_type, "llvm.fma.f32")
-        return builder.call(fn, args)
+        return builder.call(cgutils.get_or_insert_function(builder.module, fn_type, "llvm.fma.f32"), args)
 
     return signature, codegen
 
 
-@intrinsic
-def _from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
-    """The float32 whose bit pattern is the int32 ``bits``."""
-
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+def _bits(typingctx, bits):
+    def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], _FLOAT)
 
     return types.float32(types.int32), codegen
 
 
+#: ``fma(a, b, c)``: ``a * b + c`` rounded once (``llvm.fma``, which LLVM vectorizes), float32.
+fma = typing.cast(Callable[[np.float32, np.float32, np.float32], np.float32], intrinsic(_fma))
+#: The float32 whose bit pattern is the given int32.
+_from_bits = typing.cast(Callable[[np.int32], np.float32], intrinsic(_bits))
+
+
 @numba.njit(inline="always")
-def _power_of_two(n: int) -> float:
+def _power_of_two(n: np.int32) -> np.float32:
     """``2**n`` for ``-126 <= n <= 127``, by its exponent bits."""
     return _from_bits((n + I32(127)) << I32(23))
 
@@ -71,7 +74,7 @@ _ROUND = F(12582912.0)
 
 
 @numba.njit(inline="always")
-def exp(x: float) -> float:
+def exp(x: np.float32) -> np.float32:
     """``e**x`` in float32 (Cephes' polynomial on ``[-ln2/2, ln2/2]``, evaluated with fma).
 
     ``x`` is first clamped to ``[-104, 88.8]``, where the scaling by ``2**n`` (in two steps, so
@@ -96,7 +99,7 @@ def exp(x: float) -> float:
 
 
 @numba.njit(inline="always")
-def sigmoid(x: float) -> float:
+def sigmoid(x: np.float32) -> np.float32:
     """``1 / (1 + e**-x)``, as ``e**x / (1 + e**x)`` for negative ``x`` (no overflow, and the
     result keeps its digits down to subnormals)."""
     e = exp(-abs(x))
@@ -104,7 +107,7 @@ def sigmoid(x: float) -> float:
 
 
 @numba.njit(inline="always")
-def tanh(x: float) -> float:
+def tanh(x: np.float32) -> np.float32:
     """tanh: Cephes' odd polynomial below 0.625, ``1 - 2 / (e**2|x| + 1)`` from there (with the
     sign of ``x``), 1 from 10 on."""
     z = x * x
@@ -140,7 +143,7 @@ _ERF_DENOMINATOR = (
 
 
 @numba.njit(inline="always")
-def erf(value: float) -> float:
+def erf(value: np.float32) -> np.float32:
     """erf as ``x * (P(x^2) / Q(x^2))`` on ``[-4, 4]``, ``x`` clamped there (beyond, erf is ±1 to
     float32 precision); the quotient first, so that tiny and subnormal ``x`` are rounded once."""
     x = F(4.0) if value > F(4.0) else value
@@ -154,13 +157,13 @@ def erf(value: float) -> float:
 
 
 @numba.njit(inline="always")
-def gelu(x: float) -> float:
+def gelu(x: np.float32) -> np.float32:
     """``0.5 * x * (1 + erf(x / sqrt(2)))`` (Gelu's default, ``approximate="none"``)."""
     return F(0.5) * x * (F(1.0) + erf(x / F(1.4142135623730951)))
 
 
 @numba.njit(inline="always")
-def gelu_tanh(x: float) -> float:
+def gelu_tanh(x: np.float32) -> np.float32:
     """``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))`` (``approximate="tanh"``)."""
     inner = F(0.7978845608028654) * (x + F(0.044715) * (x * x * x))
     return F(0.5) * x * (F(1.0) + tanh(inner))
