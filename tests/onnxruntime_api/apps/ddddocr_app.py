@@ -1,0 +1,19 @@
+"""ddddocr: captcha recognition (CRNN) and the YOLOX object detector.
+
+The older recogniser (``old=True``) uses com.microsoft::DynamicQuantizeLSTM, which SpawnML
+refuses at load, so it is left out.
+"""
+
+import ddddocr
+from _media import png_bytes, result, scene_image, text_image
+
+captcha = png_bytes(text_image(["x7Kp2"], size=48, width=200))
+ocr = ddddocr.DdddOcr(show_ad=False)
+text = ocr.classification(captcha)
+boxes = ddddocr.DdddOcr(det=True, ocr=False, show_ad=False).detection(
+    png_bytes(text_image(["A B C", "1 2 3"]))
+)
+scene = ddddocr.DdddOcr(det=True, ocr=False, show_ad=False).detection(png_bytes(scene_image()))
+result(
+    {"text": text, "boxes": [list(map(int, b)) for b in boxes], "scene": [list(map(int, b)) for b in scene]}
+)
