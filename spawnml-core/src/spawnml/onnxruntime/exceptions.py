@@ -9,7 +9,6 @@ onnxruntime would raise for the same fault: ``except InvalidArgument`` and
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -129,10 +128,15 @@ _ORT_OR_BUILTIN = (
 )
 
 
-@functools.cache
+_BOTH: dict[tuple[type[SpawnMLError], type[Exception]], type[SpawnMLError]] = {}
+
+
 def both(spawnml_class: type[SpawnMLError], ort_class: type[Exception]) -> type[SpawnMLError]:
-    """A class that is both a SpawnML error and an onnxruntime (or builtin) exception."""
-    return type(spawnml_class.__name__, (spawnml_class, ort_class), {"__module__": __name__})
+    """A class that is both a SpawnML error and an onnxruntime (or builtin) exception (one per pair)."""
+    key = (spawnml_class, ort_class)
+    if key not in _BOTH:
+        _BOTH[key] = type(spawnml_class.__name__, (spawnml_class, ort_class), {"__module__": __name__})
+    return _BOTH[key]
 
 
 def ort_class_of(error: SpawnMLError) -> type[Exception]:

@@ -189,7 +189,7 @@ class OrtValue:
     def __dlpack_device__(self) -> tuple[int, int]:
         value = self._value
         if isinstance(value, Tensor):
-            return value.__dlpack_device__()  # type: ignore[no-any-return]
+            return value.__dlpack_device__()
         return (1, 0)
 
     def to_dlpack(self) -> Any:
@@ -221,4 +221,6 @@ def host_view(buffer_ptr: int, element_type: Any, shape: Sequence[int]) -> np.nd
     dtype = element_dtype(element_type)
     count = math.prod(int(d) for d in shape)
     raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(int(buffer_ptr))
-    return np.frombuffer(raw, dtype=dtype, count=count).reshape(tuple(int(d) for d in shape))
+    return np.frombuffer(memoryview(raw).cast("B"), dtype=dtype, count=count).reshape(
+        tuple(int(d) for d in shape)
+    )
