@@ -437,3 +437,12 @@ def test_install_routes_imports(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_python_m_runs_modules_and_says_how() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spawnml.onnxruntime", "-m", "platform"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr
+    done = subprocess.run([sys.executable, "-m", "spawnml.onnxruntime"], capture_output=True, text=True)
+    assert done.returncode == 2 and "usage" in done.stderr
