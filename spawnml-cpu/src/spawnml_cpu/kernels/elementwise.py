@@ -91,7 +91,8 @@ def _register_all(
 
 # Passes over the threads ---------------------------------------------------------------
 
-#: The least elements of a pass worth cutting over threads (see :func:`over_threads`).
+#: The least elements of a pass worth cutting over threads (see :func:`over_threads`): below it,
+#: handing parts to the pool's threads costs about what they save (``docs/performance.md``).
 MIN_SPLIT_ELEMENTS = 1 << 20
 #: The least elements of one part.
 MIN_PART_ELEMENTS = 1 << 18
