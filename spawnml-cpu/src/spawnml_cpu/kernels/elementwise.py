@@ -102,6 +102,9 @@ def over_threads(run: Callable[[slice], None], size: int, threads: int | None = 
     """``run`` over spans of ``range(size)``: whole on the calling thread below
     :data:`MIN_SPLIT_ELEMENTS`, else cut into parts over ``threads`` threads (:func:`thread_count`
     by default). Each part runs under ``np.errstate(all="ignore")``, as the plan's kernels do."""
+    if size < MIN_SPLIT_ELEMENTS:  # without asking the thread count: that takes a lock
+        run(slice(0, size))
+        return
     threads = thread_count() if threads is None else threads
     parts = part_count(size, max(1, size // MIN_PART_ELEMENTS), threads, least=MIN_SPLIT_ELEMENTS)
 
