@@ -18,8 +18,9 @@ measurements on two cores shared with other processes:
   :data:`MIN_SPLIT_PRODUCT` multiply-adds an image on are cut instead into spans of output rows
   that the threads take as the loops' parts are, so that the im2col copies run on every thread
   too; depthwise ones from :data:`MIN_SPLIT_DEPTHWISE` into spans of channels.
-- Elementwise passes are not cut: on this machine a fused chain over 2.5M elements ran 1.50 ms
-  whole and 1.33 ms in four parts on two threads (memory bound), and slower cut below that.
+- Elementwise passes (fused chains, the vectorized activations, numpy's Exp and Tanh) are cut
+  into spans of elements from ``elementwise.MIN_SPLIT_ELEMENTS`` on (:func:`.elementwise.over_threads`):
+  they are memory bound, and smaller ones cost about as much to hand over as they gain.
 
 Matrix-vector products run on one BLAS thread whatever their size, so that equal weights give
 equal outputs on any thread count (see :func:`.nn_common.matmul`).
