@@ -199,7 +199,10 @@ def test_spawnml_plugins_leaves_it_out(monkeypatch, capsys):
     assert plugins.operators().lookup("com.example", "Swish", 1) is None
     with pytest.raises(UnknownFormatError):
         spawnml.load(MIXED)
-    with pytest.raises(BackendUnavailableError, match="provider 'example' is not installed"):
+    with pytest.raises(
+        BackendUnavailableError,
+        match=r"provider 'example' is not loaded: spawnml-example-plugin \(plugin 'example'\) provides it",
+    ):
         spawnml.InferenceSession(Graph(), providers=["example", "cpu"])
     assert main(["plugins", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

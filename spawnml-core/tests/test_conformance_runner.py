@@ -19,17 +19,17 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test.case.test_case import TestCase
-from spawnml import InvalidArgumentError, SpawnMLError, dtypes, plugins
+from spawnml import InvalidArgumentError, PluginError, SpawnMLError, dtypes, plugins
 from spawnml.backend import KernelTable
 from spawnml.cli import main
 from spawnml.conformance import Case, ExpectedFailures, SpawnMLTarget, Status, Verdict, load_cases, run_case
-from spawnml.conformance.case import MissingModelError, run_feeds
+from spawnml.conformance.case import KINDS, MissingModelError, run_feeds
 from spawnml.conformance.onnx_cases import RANDOM_DRAWS, RANDOM_REASON, light_case
 from spawnml.conformance.properties import PROPERTIES, example, property_cases, variants
 from spawnml.conformance.pytest_plugin import check_case, suite_params
 from spawnml.conformance.references import reference_cases
 from spawnml.conformance.runner import OnnxRuntimeTarget, Refusal, operators_of, reference_runs
-from spawnml.conformance.suite import lane, run_suite
+from spawnml.conformance.suite import check_expectations, lane, run_suite
 from spawnml.formats import FormatLoader, ModelSource
 from spawnml.ir import Graph, Node, Value
 from spawnml.models import ReferenceModel
@@ -509,3 +509,26 @@ def test_plugin_is_inert_in_other_pytest_runs(tmp_path):
 def test_suite_without_a_backend_is_one_skip(tmp_path):
     result = run_pytest(tmp_path, "--pyargs", "spawnml.conformance", "-rs")
     assert "1 skipped" in result.stdout and "run the conformance suite with --backend NAME" in result.stdout
+
+
+def test_entries_that_name_no_case_fail_the_suite(tiny, tmp_path, monkeypatch, capsys):
+    file = tmp_path / "expected.toml"
+    file.write_text('[cases]\ntest_add = "x"\ntest_mull = "misspelt"\n[refusals]\ntest_gone = "renamed"\n')
+    monkeypatch.setattr(tiny, "expected_failures", file)
+    expected = ExpectedFailures.read(file)
+    cases = [case("test_add", binary_model("Add")), case("test_sub", binary_model("Sub"))]
+    message = (
+        f"expected-failures file {file}: 2 entries name no case of the suite: "
+        "['test_gone', 'test_mull']; correct or remove them"
+    )
+    with pytest.raises(PluginError) as raised:
+        check_expectations(expected, cases, KINDS)
+    assert str(raised.value) == message
+    check_expectations(expected, cases, ["node"])  # some kinds only: the others' names are unknown
+    check_expectations(expected, cases, KINDS, "add")
+
+    monkeypatch.setattr("spawnml.conformance.suite.load_cases", lambda kinds, match=None: cases)
+    with pytest.raises(PluginError, match="2 entries name no case of the suite"):
+        list(suite_params(["tiny"]))
+    assert main(["conformance", "--backend", "tiny"]) == 1
+    assert f"spawnml: error: {message}" in capsys.readouterr().err

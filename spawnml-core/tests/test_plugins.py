@@ -1,4 +1,5 @@
 import pytest
+import spawnml
 from spawnml import PluginError, plugins
 from spawnml.ops import OpSchema
 
@@ -64,3 +65,64 @@ def test_two_kernels_for_the_same_opsets_are_refused():
     table.register("Relu", since=6)(lambda ctx, x: x)
     with pytest.raises(PluginError, match=r"two kernels for ai\.onnx::Relu cover the same opsets"):
         table.register("Relu", since=13)(lambda ctx, x: x)
+
+
+class _Typo:
+    @plugins.hookimpl
+    def register_operator(self, register):
+        register(OpSchema("Typo", "test.typo", 1))
+
+
+class _Returns:
+    @plugins.hookimpl
+    def register_operators(self, register):
+        return [OpSchema("Listed", "test.listed", 1)]
+
+
+class _Raises:
+    @plugins.hookimpl
+    def register_backends(self, register):
+        raise RuntimeError("no driver")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "message"),
+    [
+        (
+            _Typo(),
+            "plugin 'bad' implements unknown hook 'register_operator' "
+            "(did you mean 'register_operators'?); the hooks are register_backends, ",
+        ),
+        (
+            _Returns(),
+            "plugin 'bad': hook register_operators returned [OpSchema(...)] instead of calling "
+            "register(...) once for each item; it must return None",
+        ),
+        (_Raises(), "plugin 'bad': hook register_backends raised RuntimeError: no driver"),
+    ],
+)
+def test_hook_mistakes_fail_loading_naming_the_plugin(mock_plugins, plugin, message):
+    with pytest.raises(PluginError) as raised:
+        register_and_refresh(plugin, "bad")
+    assert str(raised.value).startswith(message.split("[OpSchema")[0])
+
+
+def test_duplicates_name_both_plugins(mock_plugins):
+    with pytest.raises(PluginError) as raised:
+        register_and_refresh(_Duplicate(), "bad")
+    assert str(raised.value) == (
+        "operator test.mock::Scale version 1 is registered twice: "
+        "first by plugin 'mock', again by plugin 'bad'"
+    )
+
+
+def test_a_missing_backend_is_said_to_be_installed_by_nobody(mock_plugins):
+    from spawnml.session import resolve_providers
+
+    with pytest.raises(spawnml.BackendUnavailableError) as raised:
+        resolve_providers(["gpu9"])
+    assert str(raised.value) == (
+        "provider 'gpu9' is not installed: no installed distribution provides backend 'gpu9' "
+        "(loaded backends: ['absent', 'mock'])"
+    )
+    assert "pip install" not in str(raised.value)

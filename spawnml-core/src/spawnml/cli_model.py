@@ -151,17 +151,21 @@ def operator_support(graph: Graph) -> list[dict[str, Any]]:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    """``spawnml info``: the report as text or JSON."""
+    """``spawnml info``: the report as text or JSON; exit status 1 when shape inference fails,
+    as a session would refuse the model at load."""
     report = model_report(args.model)
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
-    print(f"Model: {report['model']} (graph {report['graph']!r})")
-    print(f"Format: {report['format']}")
-    if report["weights_only"]:
-        print_weights(report)
     else:
-        print_graph(report)
+        print(f"Model: {report['model']} (graph {report['graph']!r})")
+        print(f"Format: {report['format']}")
+        if report["weights_only"]:
+            print_weights(report)
+        else:
+            print_graph(report)
+    if report.get("shape_inference_error"):
+        print(f"spawnml: error: {report['shape_inference_error']}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -194,8 +198,8 @@ def print_graph(report: dict[str, Any]) -> None:
         for value in report[key]:
             print(f"  {value['name']:<24} {value['type']:<18} {format_shape(value['shape'])}")
     print(f"Initializers: {report['initializers']} ({report['parameters']:,} elements)")
-    if report["shape_inference_error"]:
-        print(f"Shape inference incomplete: {report['shape_inference_error']}")
+    if report["shape_inference_error"]:  # a session refuses the model: see run_info
+        print(f"Shape inference failed: {report['shape_inference_error']}")
     names = sorted({name for op in report["operators"] for name in op["backends"]})
     print(f"Operators ({report['nodes']} nodes):")
     print(f"  {'operator':<34} {'count':>5}  " + "  ".join(f"{name:<7}" for name in names))

@@ -48,6 +48,17 @@ class InvalidGraphError(ModelLoadError):
     """The graph is malformed: cycles, dangling names, duplicate outputs."""
 
 
+class ShapeInferenceError(InvalidGraphError):
+    """A node's schema refuses what it is given (its input types, attributes or constants): the
+    model is invalid for that operator, so a session refuses it at load rather than run it."""
+
+    def __init__(self, node: str, op_type: str, domain: str, reason: str) -> None:
+        self.node, self.op_type, self.domain, self.reason = node, op_type, domain, reason
+        super().__init__(
+            f"shape inference failed at node {node!r} ({domain or 'ai.onnx'}::{op_type}): {reason}"
+        )
+
+
 class UnsafeExternalDataError(ModelLoadError):
     """External tensor data points outside the model's folder."""
 

@@ -2,7 +2,8 @@
 
 Each node goes to the first provider (in priority order) that runs it. Anything no
 provider runs is collected over the whole graph, subgraphs included, and refused at
-once with :class:`UnsupportedOperatorError`. Values crossing providers are transferred
+once with :class:`UnsupportedOperatorError`; a node whose schema refuses its inputs (shape
+inference) is refused with :class:`ShapeInferenceError`. Values crossing providers are transferred
 explicitly and each transfer is listed in the plan; values are released after their
 last use.
 """
@@ -318,15 +319,13 @@ def _plan_graph(
 def _known_types(
     graph: Graph, operators: OperatorRegistry, memo: InferenceMemo | None
 ) -> Mapping[str, TensorType]:
-    """What shape inference knows of the graph's values; nothing where it cannot say.
+    """What shape inference knows of the graph's values.
 
-    The types only sharpen refusals at load (a backend that holds no float64 tensors);
-    a graph inference cannot follow still plans, node by node, as without them.
+    A schema that refuses its node raises :class:`ShapeInferenceError` here, at load: planning
+    on without the types would let a kernel's dtype guard pass a model its operator rejects, and
+    the session would run and return wrong results.
     """
-    try:
-        return infer_shapes(graph, operators, memo=memo)
-    except SpawnMLError:
-        return {}
+    return infer_shapes(graph, operators, memo=memo)
 
 
 def _choose(

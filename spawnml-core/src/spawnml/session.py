@@ -293,7 +293,7 @@ def _placed_tensor(name: str, feed: Any, home: Backend) -> Placed:
 
 def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
     """Backends for provider names, refusing unknown and unavailable ones with the reason."""
-    from .plugins import backends
+    from .plugins import backends, not_loaded
 
     installed = backends()
     if not installed:
@@ -307,8 +307,7 @@ def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
     for name in names:
         if name not in installed:
             raise BackendUnavailableError(
-                f"provider {name!r} is not installed (installed: {sorted(installed)}); "
-                f"install it with `pip install spawnml-{name}`"
+                f"provider {name!r} {not_loaded('backend', name)} (loaded backends: {sorted(installed)})"
             )
         status = installed[name].availability()
         if not status.available:

@@ -59,13 +59,15 @@ def run_conformance(args: argparse.Namespace) -> int:
     from ..session import resolve_providers
     from .expectations import ExpectedFailures
     from .report import Report
-    from .suite import lane, load_cases, run_suite
+    from .suite import check_expectations, lane, load_cases, run_suite
 
     backend, *fallback = resolve_providers([args.backend, *([args.fallback] if args.fallback else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy's warnings from kernels and case data; outcomes tell
         expected = ExpectedFailures.of_backend(backend)
-        cases = lane(backend, load_cases(args.kind or KINDS, args.match), expected)
+        every = load_cases(args.kind or KINDS, args.match)
+        check_expectations(expected, every, args.kind or KINDS, args.match)
+        cases = lane(backend, every, expected)
         print(f"{len(cases)} cases on backend {backend.name}", file=sys.stderr)
         results = run_suite(
             backend.name,

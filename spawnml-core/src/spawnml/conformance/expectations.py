@@ -19,12 +19,16 @@ passes into refusals) and a listed case that loads is an *unexpected load*; both
 the suite. Without the table, refusals are not tracked. ``native_only`` is for a backend
 that runs a few operators and leaves the rest to later providers: its lane holds only
 the cases whose operators all have a kernel of its own. Skips are never tracked.
+
+Every entry of ``[cases]`` and ``[refusals]`` must name a case of the suite (of any kind,
+in or out of a ``native_only`` lane): a misspelt or renamed case would otherwise be expected
+to fail forever, unnoticed. A run of every kind refuses such a file (:meth:`check_cases`).
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib.resources.abc import Traversable
@@ -100,6 +104,16 @@ class ExpectedFailures:
         """The expected failures ``backend`` declares (none when it declares no file)."""
         file = backend.expected_failures
         return cls(source=f"{backend.name} declares none") if file is None else cls.read(file)
+
+    def check_cases(self, names: Iterable[str]) -> None:
+        """Refuse entries that name none of ``names`` (the cases of every kind)."""
+        stray = sorted((set(self.reasons) | set(self.refusals or {})) - set(names))
+        if stray:
+            raise PluginError(
+                f"expected-failures file {self.source}: {len(stray)} "
+                f"{'entry names' if len(stray) == 1 else 'entries name'} no case of the suite: {stray}; "
+                "correct or remove them"
+            )
 
     def reason(self, case: str) -> str | None:
         """Why ``case`` is expected to fail, or None when it is not listed."""

@@ -49,13 +49,16 @@ def suite_params(backends: Iterable[str], kinds: Sequence[str] = KINDS) -> Itera
     An unavailable backend gives one skipped param with its availability reason.
     """
     from ..plugins import backends as installed
+    from ..plugins import not_loaded
     from .expectations import ExpectedFailures
-    from .suite import lane, load_cases
+    from .suite import check_expectations, lane, load_cases
 
     cases: list[Case] | None = None
     for name in backends:
         if name not in installed():
-            raise pytest.UsageError(f"--backend {name!r} is not installed; installed: {sorted(installed())}")
+            raise pytest.UsageError(
+                f"--backend {name!r} {not_loaded('backend', name)} (loaded backends: {sorted(installed())})"
+            )
         backend = installed()[name]
         status = backend.availability()
         if not status.available:
@@ -63,6 +66,7 @@ def suite_params(backends: Iterable[str], kinds: Sequence[str] = KINDS) -> Itera
             continue
         cases = load_cases(kinds) if cases is None else cases
         expected = ExpectedFailures.of_backend(backend)
+        check_expectations(expected, cases, kinds)
         for case in lane(backend, cases, expected):
             reason = expected.reason(case.name)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []

@@ -46,6 +46,15 @@ def load_cases(kinds: Sequence[str] = KINDS, match: str | None = None) -> list[C
     return [case for case in cases if pattern.search(case.name)]
 
 
+def check_expectations(
+    expected: ExpectedFailures, cases: Sequence[Case], kinds: Sequence[str], match: str | None = None
+) -> None:
+    """Refuse entries of ``expected`` that name no case, where ``cases`` are all of them (every
+    kind, unfiltered); a run of some kinds cannot tell a stray entry from another kind's case."""
+    if match is None and set(kinds) >= set(KINDS):
+        expected.check_cases(case.name for case in cases)
+
+
 def lane(backend: Backend, cases: Sequence[Case], expected: ExpectedFailures) -> list[Case]:
     """The cases ``backend`` is held to: all of them, or with ``native_only`` the cases whose
     operators all have a kernel of the backend's own (a case whose model cannot be read stays,

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidGraphError, SpawnMLError
+from ..errors import ShapeInferenceError, SpawnMLError
 from ..ir import Dim, Graph, Node
 from ..ops.defs.tensor import constant_value
 from ..ops.registry import OperatorRegistry
@@ -119,15 +119,15 @@ def _run_inference(
     inputs: list[TensorType | None],
     constants: list[np.ndarray | None],
 ) -> list[TensorType | None]:
-    """The schema's inference of ``node``; its errors name the node."""
-    ctx = InferenceContext(node, opset, schema.resolve_attrs(node), inputs, constants)
+    """The schema's inference of ``node``; its errors (attributes included) name the node."""
     try:
+        ctx = InferenceContext(node, opset, schema.resolve_attrs(node), inputs, constants)
         assert schema.infer is not None  # _infer_node runs only schemas that infer
         return list(schema.infer(ctx))
+    except ShapeInferenceError:
+        raise  # a subgraph's node, already named
     except SpawnMLError as error:
-        raise InvalidGraphError(
-            f"shape inference failed at node {node.label()!r} ({node.op_type}): {error}"
-        ) from error
+        raise ShapeInferenceError(node.label(), node.op_type, node.domain, str(error)) from error
 
 
 def _record_constant(node: Node, constants: dict[str, np.ndarray]) -> None:

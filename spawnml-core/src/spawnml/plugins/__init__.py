@@ -11,7 +11,7 @@ from ..formats import FormatLoader
 from ..models import ModelSpec
 from ..ops.registry import OperatorRegistry
 from .hookspecs import hookimpl
-from .manager import PluginInfo, Registry, get_plugin_manager, refresh, registry, reset
+from .manager import PluginInfo, Registry, get_plugin_manager, not_loaded, refresh, registry, reset
 
 
 def backends() -> dict[str, Backend]:
@@ -42,6 +42,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "models",
+    "not_loaded",
     "operators",
     "refresh",
     "registry",

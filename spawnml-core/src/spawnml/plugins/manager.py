@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import os
@@ -14,7 +15,7 @@ import pluggy
 
 from ..backend import Backend
 from ..cli import Command
-from ..errors import PluginError
+from ..errors import PluginError, SpawnMLError
 from ..formats import FormatLoader
 from ..models import ModelSpec, ReferenceModel
 from ..ops.registry import OperatorRegistry
@@ -50,6 +51,8 @@ class Registry:
     reference_models: dict[str, ReferenceModel] = field(default_factory=dict)
     commands: dict[str, Any] = field(default_factory=dict)
     plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    #: (kind, name) -> the plugin that registered it, to name both sides of a duplicate.
+    owners: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 _manager: pluggy.PluginManager | None = None
@@ -72,7 +75,10 @@ def get_plugin_manager() -> pluggy.PluginManager:
                 raise PluginError(
                     f"plugin {entry_point.name!r} ({entry_point.value}) failed to import: {error}"
                 ) from error
-            manager.register(plugin, name=entry_point.name)
+            try:
+                manager.register(plugin, name=entry_point.name)
+            except pluggy.PluginValidationError as error:  # a hook's parameters are not its spec's
+                raise PluginError(f"plugin {entry_point.name!r} ({entry_point.value}): {error}") from error
             _entry_points[entry_point.name] = entry_point
         _manager = manager
     return _manager
@@ -85,6 +91,42 @@ def _selected_entry_points() -> list[EntryPoint]:
         return found
     names = {name.strip() for name in wanted.split(",") if name.strip()}
     return [ep for ep in found if ep.name in names or (ep.dist is not None and ep.dist.name in names)]
+
+
+def not_loaded(kind: str, name: str) -> str:
+    """Why no loaded plugin provides ``name`` (``kind``: "backend", "format", "model" or
+    "command"), to follow the name in an error: "is not loaded: <the installed distributions
+    providing it> ..., which ``SPAWNML_PLUGINS`` leaves out", or "is not installed: ...". Never a
+    guessed package name. Only for errors: it imports the plugins ``SPAWNML_PLUGINS`` left out."""
+    hook = getattr(hookspecs, f"register_{kind}s")
+    selected = {(ep.name, ep.value) for ep in _selected_entry_points()}
+    providers = []
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        if (entry_point.name, entry_point.value) in selected:
+            continue
+        if name in _names_provided(entry_point, hook.__name__):
+            dist = entry_point.dist
+            providers.append(f"{dist.name if dist else entry_point.value} (plugin {entry_point.name!r})")
+    if providers:
+        wanted = os.environ.get(PLUGINS_ENV)
+        return (
+            f"is not loaded: {', '.join(providers)} provides it, and {PLUGINS_ENV}={wanted!r} leaves that out"
+        )
+    return f"is not installed: no installed distribution provides {kind} {name!r}"
+
+
+def _names_provided(entry_point: EntryPoint, hook_name: str) -> list[str]:
+    """The names an entry point's plugin registers through ``hook_name``, on a scratch manager."""
+    names: list[str] = []
+    try:
+        scratch = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        scratch.add_hookspecs(hookspecs)
+        scratch.register(entry_point.load(), name=entry_point.name)
+        for impl in getattr(scratch.hook, hook_name).get_hookimpls():
+            impl.function(register=lambda item: names.append(getattr(item, "name", "")))
+    except Exception:  # a broken plugin says so when it is selected; here it provides nothing
+        return []
+    return names
 
 
 def registry() -> Registry:
@@ -121,6 +163,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
             version=dist.version if dist is not None else _core_version(),
             builtin=name in BUILTIN_PLUGINS,
         )
+    _check_hook_names(manager, result)
     adders: dict[str, Adder] = {
         "register_backends": _add_backend,
         "register_formats": _named("formats", "format", FormatLoader),
@@ -137,8 +180,53 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
                 label = _add(result, _info.name, item)
                 _info.provides.setdefault(_hook.removeprefix("register_"), []).append(label)
 
-            impl.function(register=register)
+            _call_hook(impl.function, register, info, hook_name)
     return result
+
+
+def _describe(info: PluginInfo) -> str:
+    """A plugin as errors name it: its distribution and entry-point name."""
+    if info.builtin or info.name not in _entry_points:
+        return f"plugin {info.name!r}" + (" (spawnml-core)" if info.builtin else "")
+    return f"{info.distribution} {info.version} (plugin {info.name!r})"
+
+
+def _check_hook_names(manager: pluggy.PluginManager, result: Registry) -> None:
+    """Refuse a hook implementation whose name is no hook of the contract (a typo would
+    otherwise be ignored: pluggy only reports it from ``check_pending``)."""
+    known = sorted(name for name in vars(hookspecs) if name.startswith("register_"))
+    for hook_name, caller in vars(manager.hook).items():
+        if hook_name.startswith("_") or caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            close = difflib.get_close_matches(hook_name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PluginError(
+                f"{_describe(result.plugins[impl.plugin_name])} implements unknown hook {hook_name!r}{hint}; "
+                f"the hooks are {', '.join(known)}"
+            )
+
+
+def _call_hook(
+    function: Callable[..., Any], register: Callable[[Any], None], info: PluginInfo, hook: str
+) -> None:
+    """Run one hook implementation; a returned value or an unexpected exception fails loading."""
+    try:
+        returned = function(register=register)
+    except SpawnMLError:
+        raise
+    except Exception as error:
+        raise PluginError(f"{_describe(info)}: hook {hook} raised {type(error).__name__}: {error}") from error
+    if returned is not None:
+        raise PluginError(
+            f"{_describe(info)}: hook {hook} returned {_short(returned)} instead of calling "
+            f"register(...) once for each item; it must return None"
+        )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 #: Adds one registered item to the registry and returns its label.
@@ -151,7 +239,7 @@ def _named(field: str, kind: str, expected: type[Any]) -> Adder:
     def add(result: Registry, plugin: str, item: Any) -> str:
         if not isinstance(item, expected):
             raise PluginError(f"plugin {plugin!r} registered {item!r}, not a {expected.__name__}")
-        _store(getattr(result, field), item.name, item, kind, plugin)
+        _store(result, getattr(result, field), item.name, item, kind, plugin)
         return item.name
 
     return add
@@ -164,21 +252,37 @@ def _add_backend(result: Registry, plugin: str, backend_class: Any) -> str:
         raise PluginError(
             f"plugin {plugin!r} registered {backend_class.__name__}, which is abstract or has no name"
         )
-    _store(result.backends, backend_class.name, backend_class(), "backend", plugin)
+    _store(result, result.backends, backend_class.name, backend_class(), "backend", plugin)
     return backend_class.name
 
 
 def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
     if not isinstance(schema, OpSchema):
         raise PluginError(f"plugin {plugin!r} registered {schema!r}, not an OpSchema")
-    result.operators.register(schema)
-    return f"{schema.qualified_name}-{schema.since_version}"
+    label = f"{schema.qualified_name}-{schema.since_version}"
+    try:
+        result.operators.register(schema)
+    except PluginError as error:
+        raise PluginError(f"{error}: {_both(result, ('operator', label), plugin)}") from None
+    result.owners["operator", label] = plugin
+    return label
 
 
-def _store(existing: dict[str, Any], name: str, item: Any, kind: str, plugin: str) -> None:
+def _store(result: Registry, existing: dict[str, Any], name: str, item: Any, kind: str, plugin: str) -> None:
     if name in existing:
-        raise PluginError(f"plugin {plugin!r} registers {kind} {name!r}, which is already registered")
+        raise PluginError(
+            f"plugin {plugin!r} registers {kind} {name!r}, which is already registered: "
+            + _both(result, (kind, name), plugin)
+        )
     existing[name] = item
+    result.owners[kind, name] = plugin
+
+
+def _both(result: Registry, key: tuple[str, str], second: str) -> str:
+    """Who registered ``key`` first, and who again."""
+    first = result.owners.get(key)
+    earlier = _describe(result.plugins[first]) if first is not None else "an earlier registration"
+    return f"first by {earlier}, again by {_describe(result.plugins[second])}"
 
 
 def _core_version() -> str:

@@ -42,6 +42,14 @@ def _legacy(*attrs: Attribute) -> list[Version]:
     return [(1, (_CONSUMED, *attrs)), (6, attrs)]
 
 
+def _infer_prelu(ctx: InferenceContext) -> list[TensorType]:
+    """X's type and shape. Before opset 7 a 1-D slope as long as the channel axis is per channel
+    (axis 1), not broadcast from the right; from 7 the slope broadcasts to X."""
+    if ctx.opset < 7:
+        return list(same_as_input()(ctx))
+    return list(broadcast_inputs()(ctx))
+
+
 def _since(version: int, *attrs: Attribute) -> list[Version]:
     return [(version, attrs)]
 
@@ -139,7 +147,7 @@ SCHEMAS: list[OpSchema] = [
     *_schemas(["Mod"], _since(10, Attribute("fmod", "int", 0)), _infer_mod, _TWO),
     *_schemas(["BitShift"], _since(11, Attribute("direction", "string", REQUIRED)), broadcast_inputs(), _TWO),
     *_schemas(("BitwiseAnd", "BitwiseOr", "BitwiseXor"), _since(18), broadcast_inputs(), _TWO),
-    *_schemas(["PRelu"], _legacy(), broadcast_inputs(), _TWO),
+    *_schemas(["PRelu"], _legacy(), _infer_prelu, _TWO),
     *_schemas(("Max", "Min", "Sum", "Mean"), _legacy(), broadcast_inputs(), (1, -1)),
     *_schemas(["Where"], _since(9), broadcast_inputs(dtype_from=1), (3, 3)),
     *_schemas(["Cast"], _CAST, _infer_cast),
