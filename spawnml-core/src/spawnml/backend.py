@@ -8,9 +8,11 @@ attributes, with the schema's defaults filled in, are in ``ctx.attrs``.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from importlib.resources.abc import Traversable
 from typing import Any, ClassVar
 
@@ -68,9 +70,23 @@ class KernelSpec:
 
 @dataclass
 class KernelTable:
-    """The kernels a backend runs natively, keyed by ``(domain, op_type)``."""
+    """The kernels a backend runs natively, keyed by ``(domain, op_type)``.
+
+    ``modules`` name the modules whose import registers kernels here: they are imported on the
+    first lookup, so that discovering a backend does not import its kernels' dependencies.
+    """
 
     _specs: dict[tuple[str, str], list[KernelSpec]] = field(default_factory=dict)
+    modules: tuple[str, ...] = ()
+    _loading: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    def _load(self) -> None:
+        if not self.modules:
+            return
+        with self._loading:  # another thread must not see the table half filled
+            for module in self.modules:
+                import_module(module)
+            self.modules = ()
 
     def register(
         self,
@@ -99,6 +115,7 @@ class KernelTable:
         return decorate
 
     def find(self, domain: str, op_type: str, opset: int) -> KernelSpec | None:
+        self._load()
         domain = "" if domain == "ai.onnx" else domain
         for spec in self._specs.get((domain, op_type), ()):
             if spec.covers(opset):
@@ -106,6 +123,7 @@ class KernelTable:
         return None
 
     def ops(self) -> set[tuple[str, str]]:
+        self._load()
         return set(self._specs)
 
 

@@ -20,8 +20,8 @@ from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
 from ..kernel.split import Parts, split_buffers
 from .array import PHYSICAL, DeviceArray, Storage, physical
+from .registry import GPU_KERNELS
 from .runtime import Runtime
-from .table import GPU_KERNELS
 
 #: What the 64-bit integers saturate to on the device.
 _RANGE = {np.dtype(np.int64): (-(2**31), 2**31 - 1), np.dtype(np.uint64): (0, 2**32 - 1)}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, overload
 import ml_dtypes
 import numpy as np
 
-from ..backend import KernelContext, KernelTable
+from ..backend import KernelContext
 from ..dtypes import from_onnx
 from ..errors import InvalidArgumentError
 from ..ir import Node
@@ -31,8 +31,7 @@ from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import NARROW_FLOATS, PHYSICAL, DeviceArray
 from .narrow import NARROWED, narrowed
-
-GPU_KERNELS = KernelTable()
+from .registry import GPU_KERNELS
 
 if TYPE_CHECKING:
     from .backend import GPUBackend
