@@ -15,7 +15,8 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 from spawnml import Limits
 from spawnml.errors import ModelLoadError
 
-MAGIC = b"GGUF"
+from .sniff import MAGIC
+
 VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32
 #: Bytes each scalar value type takes.

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
-from gguf import GGUFReader, ReaderTensor
 from spawnml import Limits
 from spawnml.errors import ModelLoadError
 from spawnml.formats import FormatLoader, ModelSource
 from spawnml.ir import Graph
 
-from .bounds import MAGIC, scan
-from .metadata import stringify
+from .sniff import MAGIC
+
+if TYPE_CHECKING:
+    from gguf import ReaderTensor
 
 QUANT_TYPE_KEY = "gguf.quant_type."
 
@@ -57,6 +58,12 @@ class GGUFLoader(FormatLoader):
 
 def _read(mappable: Path | BinaryIO, source: ModelSource, limits: Limits) -> Graph:
     """The graph of the GGUF file ``mappable``; its maps stay valid once the file is closed."""
+    # Imported for GGUF files only: the gguf package, which these use, loads slowly.
+    from gguf import GGUFReader
+
+    from .bounds import scan
+    from .metadata import stringify
+
     scan(np.memmap(mappable, mode="r"), source.describe(), limits)
     try:
         # The reader hands its argument to np.memmap, which takes an open file too.

@@ -9,9 +9,6 @@ from spawnml import Limits, ModelLoadError
 from spawnml.formats import FormatLoader, ModelSource
 from spawnml.ir import Graph
 
-from .lowering import lower_model
-from .reader import open_model
-
 #: The flatbuffer file identifier of TFLite schema version 3, at offset 4.
 MAGIC = b"TFL3"
 
@@ -26,6 +23,11 @@ class TFLiteLoader(FormatLoader):
         return head[4:8] == MAGIC
 
     def load(self, source: ModelSource, limits: Limits) -> Graph:
+        # Imported here: the tflite schema package is needed for TFLite files only, not when the
+        # format plugins are discovered.
+        from .lowering import lower_model
+        from .reader import open_model
+
         described = source.describe()
         data = source.read(limits)
         try:
