@@ -1,19 +1,25 @@
-"""Chat templates (``tokenizer.chat_template``) rendered with jinja2 in a sandbox, as transformers does."""
+"""Chat templates (``tokenizer.chat_template``) rendered with jinja2 in a sandbox, as transformers does.
+
+jinja2 is imported when a template renders: registering the text-generation model must not load it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from jinja2 import Template
-from jinja2.exceptions import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from spawnml import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 Message = dict[str, str]
 
 
 def _raise_exception(message: str) -> None:
+    from jinja2.exceptions import TemplateError
+
     raise TemplateError(message)
 
 
@@ -25,6 +31,8 @@ class ChatTemplate:
 
     @cached_property
     def _template(self) -> Template:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
         environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         environment.globals["raise_exception"] = _raise_exception
         return environment.from_string(self.source)
@@ -32,6 +40,8 @@ class ChatTemplate:
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         """The prompt for ``messages`` (dicts with ``role`` and ``content``), opening the assistant's
         turn when ``add_generation_prompt``."""
+        from jinja2.exceptions import TemplateError
+
         try:
             return self._template.render(
                 messages=list(messages),

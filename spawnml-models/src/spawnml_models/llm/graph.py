@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import dequantize as gguf_dequantize
 from spawnml import InvalidArgumentError
 from spawnml.ir import Graph, Node, Value
 from spawnml.ops.defs.quant_gguf import DOMAIN as GGUF_DOMAIN
@@ -176,11 +174,16 @@ def float32_weight(weights: Graph, name: str) -> np.ndarray:
     kind = quant_type(weights, name)
     if kind is None:
         return np.asarray(data, FLOAT32)
+    from gguf import GGMLQuantizationType  # the gguf package loads slowly; only GGUF models need it
+    from gguf.quants import dequantize as gguf_dequantize
+
     return gguf_dequantize(np.asarray(data), GGMLQuantizationType[kind]).astype(FLOAT32, copy=False)
 
 
 def _quantized_shape(data: np.ndarray, kind: str) -> tuple[int, int]:
     """``(rows, cols)`` of the weight held as ``kind`` blocks ``[rows, row_bytes]``."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
     block_size, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[kind]]
     if data.ndim != 2 or data.shape[1] % block_bytes:
         raise InvalidArgumentError(f"a {kind} weight of shape {list(data.shape)} is not whole rows of blocks")
