@@ -1,74 +1,15 @@
 """SpawnML: run neural networks from any model file on whatever accelerator is at hand."""
 
+# ruff: noqa: F405  (__all__ names the lazy API too, which type checkers see through the star import)
+
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import autograd, dtypes, nn, optim, passes, utils
-from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .autograd.functions.arith import abs, add, div, exp, log, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh
-from .autograd.functions.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne, where
-from .autograd.functions.creation import (
-    arange,
-    empty,
-    from_numpy,
-    full,
-    full_like,
-    manual_seed,
-    ones,
-    ones_like,
-    rand,
-    randint,
-    randn,
-    randperm,
-    tensor,
-    zeros,
-    zeros_like,
-)
-from .autograd.functions.extrema import (
-    amax,
-    amin,
-    argmax,
-    argmin,
-    clamp,
-    clip,
-    isnan,
-    max,
-    maximum,
-    min,
-    minimum,
-)
-from .autograd.functions.indexing import (
-    cumsum,
-    gather,
-    index_add,
-    index_select,
-    masked_fill,
-    scatter,
-    scatter_add,
-)
-from .autograd.functions.linalg import matmul, mm
-from .autograd.functions.movement import expand, flatten, permute, reshape, squeeze, t, transpose, unsqueeze
-from .autograd.functions.pointwise import (
-    ceil,
-    cos,
-    erf,
-    expm1,
-    floor,
-    log1p,
-    reciprocal,
-    round,
-    rsqrt,
-    sign,
-    sin,
-    square,
-    trunc,
-)
-from .autograd.functions.reduce import mean, sum
-from .autograd.functions.shape import cat, chunk, narrow, split, stack, unbind
-from .autograd.functions.softmax import log_softmax, softmax
-from .autograd.functions.statistics import logsumexp, norm, std, var
-from .dtypes import bfloat16, bool, float16, float32, float64, int8, int16, int32, int64, uint8
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from . import dtypes
 from .errors import (
     AutogradError,
     BackendUnavailableError,
@@ -89,16 +30,15 @@ from .errors import (
 )
 from .formats import load
 from .limits import Limits
-from .serialization import (
-    get_rng_state,
-    load_checkpoint,
-    load_safetensors,
-    save_checkpoint,
-    save_safetensors,
-    set_rng_state,
-)
 from .session import InferenceSession, NodeArg, SessionOptions
-from .tensor import Tensor
+
+# The imports above bound the ``spawnml.tensor`` submodule; the public name is the function.
+del globals()["tensor"]
+
+if TYPE_CHECKING:
+    from ._tensor_api import *  # noqa: F403
+    from .dtypes import bfloat16
+
 
 __all__ = [
     "AutogradError",
@@ -245,3 +185,24 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names not imported above: the tensor functions, autograd, nn and optim load
+    on first use, so that ``import spawnml`` and an inference session stay quick."""
+    if name == "bfloat16":
+        return dtypes.bfloat16  # imports ml_dtypes, which only narrow types need
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Importing the API imports autograd, which defines Tensor's math methods: whoever holds
+    # ``spawnml.Tensor`` can use its operators. Binding the names here also replaces the
+    # ``spawnml.tensor`` submodule, bound by the imports above, with the function.
+    api = import_module("._tensor_api", __name__)
+    globals().update({public: getattr(api, public) for public in __all__ if hasattr(api, public)})
+    if name not in globals():  # asked while the API module is still importing its submodules
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r} yet")
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

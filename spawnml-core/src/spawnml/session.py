@@ -179,6 +179,8 @@ class InferenceSession:
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
     ) -> list[Output]:
         """Run with :class:`Tensor` (or array) feeds; outputs stay on their device."""
+        from . import autograd  # noqa: F401  (defines the math methods of the Tensors handed out)
+
         profiler = self._profiler
         start = 0 if profiler is None else profiler.now()
         results = self._run(output_names, input_feed)
