@@ -24,7 +24,7 @@ def test_import_leaves_the_training_stack_and_narrow_types_alone() -> None:
 
 
 def test_discovery_leaves_kernels_and_pipelines_alone() -> None:
-    heavy = ("spawnml.gpu.table", "spawnml.gpu.attention", "jinja2", "gguf", "tflite")
+    heavy = ("spawnml.gpu.table", "spawnml.gpu.attention", "jinja2", "gguf", "tflite", "PIL", "tokenizers")
     code = (
         "import sys, spawnml\n"
         "from spawnml.plugins import registry\n"

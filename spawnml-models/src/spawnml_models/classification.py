@@ -13,20 +13,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 from spawnml import InvalidArgumentError
 from spawnml.cli import Command
 
 from .imagenet_labels import imagenet_labels
 from .mobilenet import INPUT, load_mobilenet_v2
 
+if TYPE_CHECKING:  # Pillow is imported where an image is read: registering the pipeline must not load it
+    from PIL import Image
+
 RESIZE, CROP = 256, 224
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 
-ImageLike = str | Path | Image.Image | np.ndarray
+ImageLike: TypeAlias = "str | Path | Image.Image | np.ndarray"
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class ImageClassificationPipeline:
 
 def preprocess(image: ImageLike) -> np.ndarray:
     """``image`` as a normalised float32 ``[3, 224, 224]`` array."""
+    from PIL import Image
+
     image = _rgb(image)
     width, height = image.size
     size = (
@@ -93,6 +98,8 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def _rgb(image: ImageLike) -> Image.Image:
+    from PIL import Image, UnidentifiedImageError
+
     if isinstance(image, np.ndarray):
         if image.dtype != np.uint8 or image.ndim not in (2, 3):
             raise InvalidArgumentError(

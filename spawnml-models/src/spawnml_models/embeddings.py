@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import spawnml
 from spawnml import InvalidArgumentError
-from tokenizers import Encoding, Tokenizer
 
 from .assets import asset_file
 from .bert import WEIGHTS_ASSET, BertConfig, bert_graph
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 MODEL_ASSET = "minilm-onnx-int8"
 TOKENIZER_ASSET = "minilm-tokenizer"
@@ -103,6 +105,8 @@ def encoder_session(model: str | Path, providers: Sequence[str] | None = None) -
 
 def load_tokenizer(path: str | Path, max_length: int = MAX_SEQ_LENGTH) -> Tokenizer:
     """A ``tokenizer.json`` set up as sentence-transformers runs it: truncated, padded to the longest."""
+    from tokenizers import Tokenizer  # imported when the pipeline runs, not when it is registered
+
     tokenizer = Tokenizer.from_file(os.fspath(path))
     padding = tokenizer.padding or {}
     tokenizer.enable_truncation(max_length)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from spawnml import InvalidArgumentError
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+if TYPE_CHECKING:  # tokenizers is imported where a tokenizer is built: registering the model must not load it
+    from tokenizers import Tokenizer, pre_tokenizers
 
 #: GGUF token types (``tokenizer.ggml.token_type``) matched whole in text, never split by BPE.
 CONTROL, USER_DEFINED = 3, 4
@@ -45,6 +48,8 @@ class GGUFTokenizer:
 
 def tokenizer_from_gguf(metadata: dict[str, str]) -> GGUFTokenizer:
     """The byte-level BPE tokenizer (``tokenizer.ggml.model == "gpt2"``) described by ``metadata``."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models
+
     kind = metadata.get("tokenizer.ggml.model")
     if kind != "gpt2":
         raise InvalidArgumentError(f"GGUF tokenizer model {kind!r} is not supported; supported: 'gpt2'")
@@ -72,6 +77,8 @@ def tokenizer_from_gguf(metadata: dict[str, str]) -> GGUFTokenizer:
 
 
 def _pre_tokenizer(name: str) -> pre_tokenizers.PreTokenizer:
+    from tokenizers import Regex, pre_tokenizers
+
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     if name == "qwen2":
         return pre_tokenizers.Sequence(

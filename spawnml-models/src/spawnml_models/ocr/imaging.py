@@ -8,17 +8,22 @@ plus one half for resizing; borders replicated), so crops match the reference pi
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-from PIL import Image
 from spawnml import InvalidArgumentError
 
+if TYPE_CHECKING:  # Pillow is imported where an image is read: registering the pipeline must not load it
+    from PIL import Image
+
 #: What the pipeline accepts as an image: a file, a Pillow image, or an RGB(A) or grey array.
-ImageInput = str | os.PathLike[str] | Image.Image | np.ndarray
+ImageInput: TypeAlias = "str | os.PathLike[str] | Image.Image | np.ndarray"
 
 
 def load_bgr(image: ImageInput) -> np.ndarray:
     """``image`` as a BGR uint8 array; transparent pixels are composited onto white."""
+    from PIL import Image
+
     if isinstance(image, str | os.PathLike):
         with Image.open(image) as opened:
             return load_bgr(opened)

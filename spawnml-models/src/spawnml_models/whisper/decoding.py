@@ -12,10 +12,13 @@ end of text cannot come first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tokenizers
 from spawnml import ModelLoadError
+
+if TYPE_CHECKING:
+    import tokenizers
 
 #: Seconds per timestamp token.
 TIME_PRECISION = 0.02

@@ -19,7 +19,6 @@ from typing import cast
 
 import numpy as np
 import spawnml
-import tokenizers
 from spawnml import ModelLoadError
 
 from ..assets import asset_file
@@ -84,6 +83,8 @@ class SpeechRecognitionPipeline:
             )
         self.encoder = spawnml.InferenceSession(build_encoder_graph(weights), providers=providers)
         self.decoder = spawnml.InferenceSession(build_decoder_graph(weights), providers=providers)
+        import tokenizers  # imported when the pipeline is made, not when it is registered
+
         self.tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokens = SpecialTokens.from_tokenizer(self.tokenizer, self.config.vocab)
         settings = json.loads((folder / "config.json").read_text(encoding="utf-8"))
