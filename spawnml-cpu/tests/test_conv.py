@@ -185,7 +185,15 @@ def test_float64_conv_matches_pytorch(name):
 
 @pytest.mark.parametrize(
     ("activation", "params"),
-    [("Relu", []), ("Clip", [0.0, 6.0]), ("Clip", [-0.5, 0.25]), ("LeakyRelu", [0.2])],
+    [
+        ("Relu", []),
+        ("Clip", [0.0, 6.0]),
+        ("Clip", [-0.5, 0.25]),
+        ("LeakyRelu", [0.2]),
+        ("Sigmoid", []),
+        ("Tanh", []),
+        ("HardSigmoid", [0.3, 0.4]),
+    ],
 )
 @pytest.mark.parametrize(
     "name",
@@ -203,12 +211,48 @@ def test_float64_conv_matches_pytorch(name):
     ],
 )
 def test_fused_conv_matches_onnxruntime(name, activation, params):
-    """FusedConv applies Relu and Clip as the convolution writes its output; others after it."""
+    """FusedConv applies Relu and Clip as the convolution writes its output, the others in the
+    pass that finishes it (float32)."""
     x_shape, w_shape, attrs = CASES[name]
     fused = {**attrs, "activation": activation, **({"activation_params": params} if params else {})}
     model = _model("FusedConv", x_shape, w_shape, fused, TensorProto.FLOAT, domain=MS)
     ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32, seed=1))
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
+
+
+#: SpawnML's own FusedConv activations, which onnxruntime does not take, in float64.
+OWN_ACTIVATIONS = {
+    "Swish": lambda y: y / (1 + np.exp(-y)),
+    "HardSwish": lambda y: y * np.clip(y / 6 + 0.5, 0, 1),
+}
+
+
+@pytest.mark.parametrize("activation", sorted(OWN_ACTIVATIONS))
+@pytest.mark.parametrize(
+    "name",
+    [
+        "depthwise-3x3",
+        "depthwise-stride2-asymmetric-multiplier",
+        "dense-3x3-tiled",
+        "dense-3x3-by-tap",
+        "pointwise-grouped",
+        "pointwise-tiles-narrow",
+        "pointwise-tiles-overlapping",
+        "1d",
+        "3d",
+    ],
+)
+def test_fused_conv_with_spawnml_activations(name, activation):
+    """Swish and HardSwish, applied in the pass that finishes the output, against onnxruntime's
+    FusedConv without activation and the activation in float64."""
+    x_shape, w_shape, attrs = CASES[name]
+    feeds = _feeds(x_shape, w_shape, np.float32, seed=1)
+    fused = _model("FusedConv", x_shape, w_shape, {**attrs, "activation": activation}, TensorProto.FLOAT, MS)
+    options = spawnml.SessionOptions(graph_optimization_level="disable")
+    (ours,) = spawnml.InferenceSession(fused, options, providers=["cpu"]).run(None, feeds)
+    _, plain = _run_both(_model("FusedConv", x_shape, w_shape, attrs, TensorProto.FLOAT, MS), feeds)
+    want = OWN_ACTIVATIONS[activation](plain.astype(np.float64))
+    np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4)
 
 
 def test_flat_depthwise_keeps_nan_out_of_the_next_rows_ends():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from spawnml_cpu.kernels import tiles
+from spawnml_cpu.kernels import loops, tiles
 
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
 
@@ -30,9 +30,9 @@ def _reference(w, x, bias, low, high, residual=None) -> np.ndarray:
     return np.clip(sums, low, high)
 
 
-def _pointwise(w, x, bias, low=-np.inf, high=np.inf, residual=None) -> np.ndarray:
+def _pointwise(w, x, bias, low=-np.inf, high=np.inf, residual=None, activation=loops.NO_ACTIVATION):
     y = np.full((w.shape[0], x.shape[1]), np.nan, np.float32)  # every output must be written
-    tiles.pointwise(w, x, bias, low, high, residual, y)
+    tiles.pointwise(w, x, bias, low, high, residual, y, activation)
     return y
 
 
@@ -52,13 +52,22 @@ def test_products_match_numpy(outputs, depth, pixels):
     np.testing.assert_allclose(_pointwise(w, x, bias), _reference(w, x, bias, -np.inf, np.inf), **TOLERANCE)
 
 
+@pytest.mark.parametrize(("outputs", "depth", "pixels"), SHAPES)
+def test_silu_after_each_tile_matches_numpy(outputs, depth, pixels):
+    """Tiles moved back to end at an edge overlap the tiles before them: none is activated twice."""
+    w, x, bias = _operands(outputs, depth, pixels)
+    got = _pointwise(w, x, bias, activation=(loops.SWISH, 0.0, 0.0))
+    sums = _reference(w, x, bias, -np.inf, np.inf)
+    np.testing.assert_allclose(got, sums / (1 + np.exp(-sums)), **TOLERANCE)
+
+
 @pytest.mark.parametrize("pixels", range(tiles.WIDTH - tiles.LANES + 1, tiles.WIDTH + 1))
 def test_rows_narrower_than_a_tile_match_numpy(pixels):
     """Every width of the partly used last vector; lanes past the row are neither read nor written."""
     w, x, bias = _operands(8, 5, pixels, seed=pixels)
     view = np.full((8 * (pixels + 3),), 7.0, np.float32)  # what follows the output must be left alone
     rows = view[: 8 * pixels].reshape(8, pixels)
-    tiles.pointwise(w, x, bias, -np.inf, np.inf, None, rows)
+    tiles.pointwise(w, x, bias, -np.inf, np.inf, None, rows, loops.NO_ACTIVATION)
     np.testing.assert_allclose(rows, _reference(w, x, bias, -np.inf, np.inf), **TOLERANCE)
     assert (view[8 * pixels :] == 7.0).all()
 

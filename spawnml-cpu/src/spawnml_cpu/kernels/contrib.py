@@ -359,12 +359,17 @@ _CLAMPS: dict[str, tuple[Callable[..., tuple[float, float]], tuple[float, ...]]]
     "Relu": (lambda: (0.0, math.inf), ()),
     "Clip": (lambda low, high: (low, high), (-math.inf, math.inf)),
 }
-#: FusedConv's other activations, applied after the convolution, with their parameters' defaults.
+#: FusedConv's other activations, with their parameters' defaults: float32 convolutions apply
+#: them in the pass that finishes the output (the code of :func:`.loops.activate`, by name),
+#: others after it with the numpy function. Swish (SiLU, ``x * sigmoid(x)``) and HardSwish are
+#: SpawnML's own (see :mod:`spawnml.passes.conv_activation`).
 _AFTER: dict[str, tuple[Callable[..., Array], tuple[float, ...]]] = {
     "Tanh": (np.tanh, ()),
     "Sigmoid": (sigmoid, ()),
     "LeakyRelu": (lambda y, alpha: np.where(y < 0, y * alpha, y), (0.01,)),
     "HardSigmoid": (lambda y, alpha, beta: np.clip(y * alpha + beta, 0, 1), (0.2, 0.5)),
+    "Swish": (lambda y: y * sigmoid(y), ()),
+    "HardSwish": (lambda y: y * np.clip(y / 6 + 0.5, 0, 1), ()),
 }
 
 
@@ -390,19 +395,36 @@ def _check_fused_conv(node: Node, opset: int) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _fused_activation(
     name: str | bytes, params: tuple[float, ...], dtype: np.dtype
-) -> tuple[Callable[..., Array] | None, tuple[Any, ...], tuple[Any, Any] | None]:
+) -> tuple[
+    Callable[..., Array] | None, tuple[Any, ...], tuple[Any, Any] | None, tuple[int, float, float] | None
+]:
     """FusedConv's activation ``name`` with ``params`` in ``dtype``: the function to apply after
-    the convolution and its arguments (None and none where the activation is a clamp or none),
-    and the clamp the convolution applies, in ``dtype`` (None where there is none)."""
+    the convolution and its arguments (None and none where the convolution applies it), the
+    clamp the convolution applies, in ``dtype`` (None where there is none), and the activation
+    its finishing pass applies (float32 only; None where there is none)."""
     name = as_text(name)
     if name in _CLAMPS:
         bounds, defaults = _CLAMPS[name]
         clamp = bounds(*params, *defaults[len(params) :])
-        return None, (), (dtype.type(clamp[0]), dtype.type(clamp[1]))
+        return None, (), (dtype.type(clamp[0]), dtype.type(clamp[1])), None
     if not name:
-        return None, (), None
+        return None, (), None, None
     activation, defaults = _AFTER[name]
-    return activation, tuple(dtype.type(value) for value in params + defaults[len(params) :]), None
+    values = params + defaults[len(params) :]
+    if dtype == np.float32:
+        from . import loops
+
+        codes = {
+            "Tanh": loops.TANH,
+            "Sigmoid": loops.SIGMOID,
+            "LeakyRelu": loops.LEAKY_RELU,
+            "HardSigmoid": loops.HARD_SIGMOID,
+            "Swish": loops.SWISH,
+            "HardSwish": loops.HARD_SWISH,
+        }
+        alpha, beta = (*values, 0.0, 0.0)[:2] if name != "HardSwish" else (1 / 6, 0.5)
+        return None, (), None, (codes[name], float(alpha), float(beta))
+    return activation, tuple(dtype.type(value) for value in values), None, None
 
 
 @KERNELS.register("FusedConv", domain=MS, check=_check_fused_conv)
@@ -413,11 +435,12 @@ def _fused_conv(
     attrs = ctx.attrs
     dtype = compute_dtype(x.dtype)
     params = attrs.get("activation_params")
-    activation, arguments, clamp = _fused_activation(
+    activation, arguments, clamp, finish = _fused_activation(
         attrs["activation"], tuple(params) if params else (), dtype
     )
     bias = None if b is None else b.astype(dtype, copy=False)
-    y = convolve(attrs, widen(x), w.astype(dtype, copy=False), bias, clamp, None if z is None else widen(z))
+    residual = None if z is None else widen(z)
+    y = convolve(attrs, widen(x), w.astype(dtype, copy=False), bias, clamp, residual, finish)
     if activation is not None:
         y = activation(y, *arguments)
     return y.astype(x.dtype, copy=False)

@@ -14,10 +14,13 @@ their cost is all in the calls.
 (from ``BLAS_THREADS_WORK`` multiply-adds an image on); im2col's GEMMs run on one BLAS thread, and large
 ones are cut over the backend's threads instead (spans of output rows, of channels when
 depthwise; see :mod:`.threads`).
-Bias, a residual to add (FusedConv's Z) and a clamping activation (FusedConv's Relu and Clip) are
-applied in the same pass that finishes the output (after the depthwise loops, which clamp as they
-sum, in a pass of its own where there is a residual). Other ranks and types take the N-d numpy
-path: im2col through a sliding-window view, or one multiply-add per kernel tap when depthwise.
+Bias, a residual to add (FusedConv's Z), a clamping activation (FusedConv's Relu and Clip) and
+then another activation (Sigmoid, Tanh, LeakyRelu, HardSigmoid, SiLU, HardSwish: float32, see
+:func:`.loops.activate`) are applied in the same pass that finishes the output, row by row while
+each is in cache (after the depthwise loops, which clamp as they sum, in a pass of its own where
+there is a residual or another activation; by the tiled 1x1 loop after each tile). Other ranks
+and types take the N-d numpy path: im2col through a sliding-window view, or one multiply-add
+per kernel tap when depthwise.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ _COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 #: A clamp's bound: a Python float from the node's attributes, or one in the input's type.
 Bound = float | np.floating
+#: An activation the finishing passes apply: ``(code, alpha, beta)``, see :func:`.loops.activate`.
+Activation = tuple[int, float, float]
 
 
 def convolve(
@@ -77,10 +82,11 @@ def convolve(
     bias: np.ndarray | None = None,
     clamp: tuple[float, float] | None = None,
     residual: np.ndarray | None = None,
+    activation: Activation | None = None,
 ) -> np.ndarray:
     """Grouped N-d cross-correlation of ``x (N, C, *S)`` with ``w (M, C/group, *K)``, plus ``bias (M,)``,
     plus ``residual`` (of the output's shape), limited to ``clamp = (low, high)`` if given (Relu, Clip;
-    bounds of ``x``'s type).
+    bounds of ``x``'s type), then ``activation`` if given (float32 only: computed in float32).
 
     The result is C-contiguous.
     """
@@ -90,9 +96,10 @@ def convolve(
     if residual is not None:
         residual = _residual(residual, (x.shape[0], w.shape[0], *windows.out), x.dtype)
     compiled = x.dtype in _COMPILED and w.dtype == x.dtype
-    if len(kernel) == 1 and compiled and _small_1d(windows, x, w, group):
-        return _convolve_1d(windows, x, w, group, bias, clamp, residual)
     if len(kernel) in (1, 2) and compiled:
+        act = _loops().NO_ACTIVATION if activation is None else activation
+        if len(kernel) == 1 and _small_1d(windows, x, w, group):
+            return _convolve_1d(windows, x, w, group, bias, clamp, residual, act)
         lifted = len(kernel) == 1
         y = _convolve_2d(
             _lift(windows) if lifted else windows,
@@ -102,6 +109,7 @@ def convolve(
             bias,
             clamp,
             residual[:, :, None] if residual is not None and lifted else residual,
+            act,
         )
         return y[:, :, 0] if lifted else y
     y = np.ascontiguousarray(_convolve_nd(windows, x, w, group))
@@ -111,6 +119,8 @@ def convolve(
         y += residual
     if clamp is not None:
         np.clip(y, *clamp, out=y)
+    if activation is not None:
+        _loops().activate(y.reshape(-1), 0, y.size, activation)
     return y
 
 
@@ -160,6 +170,7 @@ def _convolve_1d(
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
     residual: np.ndarray | None,
+    activation: Activation,
 ) -> np.ndarray:
     """A 1-D convolution as one strided copy of its patches (im2col) and one GEMM per group."""
     loops = _loops()
@@ -191,10 +202,10 @@ def _convolve_1d(
     with blas_for(y[0].size * weights.shape[2]):
         for n in range(batch):
             grouped_matmul(weights, patches[n], y[n].reshape(group, outputs // group, out))
-    if bias is not None or clamp is not None or residual is not None:
+    if bias is not None or clamp is not None or residual is not None or activation[0] != loops.NONE:
         shift = np.zeros(outputs, x.dtype) if bias is None else bias.astype(x.dtype, copy=False)
         low, high = clamp or _unbounded(x.dtype)
-        loops.add_bias_clamp(y, shift, low, high, residual)
+        loops.add_bias_clamp(y, shift, low, high, residual, activation)
     return y
 
 
@@ -218,6 +229,7 @@ def _convolve_2d(
     bias: np.ndarray | None,
     clamp: tuple[float, float] | None,
     residual: np.ndarray | None,
+    activation: Activation,
 ) -> np.ndarray:
     """A 2-D convolution of C-contiguous ``x`` on the compiled loops and BLAS (see the module's
     docstring for the threads each path uses)."""
@@ -234,23 +246,24 @@ def _convolve_2d(
     threads = thread_count()  # how the work below is split and which path it takes
     if group == channels > 1 and w.shape[1] == 1:  # depthwise (one input channel: a GEMM is faster)
         weights = np.ascontiguousarray(w.reshape(outputs, *windows.kernel))
-        if residual is None:
+        if residual is None and activation[0] == loops.NONE:
             _depthwise_2d(windows, x, weights, shift, low, high, y, threads)
             return y
         unbounded = x.dtype.type(np.inf)
         _depthwise_2d(windows, x, weights, shift, -unbounded, unbounded, y, threads)
         shift, rows = np.zeros(outputs, x.dtype), (batch, outputs, pixels)
-        loops.add_bias_clamp(y.reshape(rows), shift, low, high, residual.reshape(rows))
+        extra = None if residual is None else residual.reshape(rows)
+        loops.add_bias_clamp(y.reshape(rows), shift, low, high, extra, activation)
         return y
     weights = w.reshape(group, outputs // group, -1)
-    finish = bias is not None or clamp is not None or residual is not None
+    finish = bias is not None or clamp is not None or residual is not None or activation[0] != loops.NONE
     if _is_pointwise(windows, x.shape[2:]):
         extra = None if residual is None else residual.reshape(batch, outputs, pixels)
         x, out = x.reshape(batch, group, -1, pixels), y.reshape(batch, outputs, pixels)
         if _tiled(weights, out):
-            _pointwise_tiled(weights[0], x[:, 0], shift, low, high, extra, out, threads)
+            _pointwise_tiled(weights[0], x[:, 0], shift, low, high, extra, out, threads, activation)
         else:
-            _pointwise(weights, x, shift if finish else None, low, high, extra, out)
+            _pointwise(weights, x, shift if finish else None, low, high, extra, out, activation)
         return y
     if group == 1 and outputs <= _BY_TAP_OUTPUTS and windows.strides == (1, 1):
         taps = math.prod(windows.kernel)  # every tap's weights, (KH * KW * M, C): a copy, once a call
@@ -258,12 +271,12 @@ def _convolve_2d(
         with blas_for(y[0].size * weights.shape[2]):
             for n in range(batch):
                 extra = None if residual is None else residual[n]
-                _products_by_tap(windows, x[n], by_tap, shift, low, high, extra, y[n])
+                _products_by_tap(windows, x[n], by_tap, shift, low, high, extra, y[n], activation)
         return y
     with one_blas_thread():  # tiles' GEMMs on BLAS's threads: no gain measured (MobileNetV2, det)
         for n in range(batch):
             extra = None if residual is None else residual[n]
-            _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n], threads)
+            _im2col_gemm(windows, x[n], weights, shift, low, high, extra, y[n], threads, activation)
     return y
 
 
@@ -320,9 +333,10 @@ def _pointwise_tiled(
     residual: np.ndarray | None,
     y: np.ndarray,
     threads: int,
+    activation: Activation,
 ) -> None:
     """``y (N, M, P)`` = ``weights (M, C)`` times each image of ``x (N, C, P)`` plus ``shift`` and
-    ``residual`` (C-contiguous, see :func:`_residual`; None: nothing), clamped, on the tiled loop;
+    ``residual`` (C-contiguous, see :func:`_residual`; None: nothing), clamped, activated, on the tiled loop;
     from ``BLAS_THREADS_WORK`` multiply-adds an image on, cut into spans of output channels (of a
     tile's rows at least) that ``threads`` threads take."""
     tiles = _tiles()
@@ -333,7 +347,9 @@ def _pointwise_tiled(
 
         def run(channels: slice, n: int = n) -> None:
             more = None if residual is None else residual[n, channels]
-            tiles.pointwise(rows[channels], x[n], shift[channels], low, high, more, y[n, channels])
+            tiles.pointwise(
+                rows[channels], x[n], shift[channels], low, high, more, y[n, channels], activation
+            )
 
         run_spans(run, outputs, parts, threads)
 
@@ -346,9 +362,10 @@ def _pointwise(
     high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
+    activation: Activation,
 ) -> None:
     """``y (N, M, P)`` = ``weights (G, M/G, C/G)`` times each image of ``x (N, G, C/G, P)``, plus
-    ``shift`` and ``residual`` (None: nothing), clamped; with no finishing pass where ``shift`` is
+    ``shift`` and ``residual`` (None: nothing), clamped, activated; with no finishing pass where ``shift`` is
     None. One matrix product per image and group, on BLAS's threads from ``BLAS_THREADS_WORK``
     multiply-adds an image on, as MatMul's (:func:`.threads.blas_for`)."""
     loops = _loops()
@@ -359,7 +376,7 @@ def _pointwise(
             grouped_matmul(weights, x[n], y[n].reshape(groups, -1, pixels))
             if shift is not None:
                 extra = None if residual is None else residual[n : n + 1]
-                loops.add_bias_clamp(y[n : n + 1], shift, low, high, extra)
+                loops.add_bias_clamp(y[n : n + 1], shift, low, high, extra, activation)
 
 
 def _im2col_gemm(
@@ -372,6 +389,7 @@ def _im2col_gemm(
     residual: np.ndarray | None,
     y: np.ndarray,
     threads: int,
+    activation: Activation,
 ) -> None:
     """``y (M, OH, OW)`` = the convolution of one image ``x (C, H, W)`` with ``weights (G, M/G, K)``,
     plus ``shift`` and ``residual`` (None: nothing), clamped, as im2col + GEMM over tiles of output
@@ -407,6 +425,7 @@ def _im2col_gemm(
                 high,
                 None if residual is None else residual[:, tile],
                 y[:, tile],
+                activation,
             )
 
     run_spans(run, rows, parts, threads)
@@ -421,6 +440,7 @@ def _products_by_tap(
     high: Bound,
     residual: np.ndarray | None,
     y: np.ndarray,
+    activation: Activation,
 ) -> None:
     """``y (M, OH, OW)`` = the stride-1 convolution of one image ``x (C, H, W)`` with every kernel
     tap's weights, ``weights (KH * KW * M, C)``, plus ``shift`` and ``residual`` (None: nothing),
@@ -456,6 +476,7 @@ def _products_by_tap(
             high,
             None if residual is None else residual[:, tile],
             y[:, tile],
+            activation,
         )
 
 

@@ -22,6 +22,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from .vector_math import sigmoid, tanh
+
 _JIT: dict[str, Any] = {"nogil": True, "cache": True}
 #: Output elements a depthwise convolution sums over all kernel taps at a time.
 _CHUNK = 1024
@@ -117,8 +119,67 @@ def _split_phases(
                     planes[c, start + phase_w * length + k] = x[first + c, y, column]
 
 
+#: Activations the finishing passes apply after the clamp, by the code they take in an
+#: ``activation = (code, alpha, beta)`` argument; NONE: only the clamp. HardSigmoid and
+#: HardSwish read ``alpha * v + beta``, LeakyRelu ``alpha``.
+NONE, SIGMOID, TANH, LEAKY_RELU, HARD_SIGMOID, SWISH, HARD_SWISH = range(7)
+#: ``activation`` for no activation.
+NO_ACTIVATION = (NONE, 0.0, 0.0)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def activate(values: np.ndarray, start: int, stop: int, activation: tuple[int, float, float]) -> None:
+    """Apply ``activation`` to ``values[start:stop]`` (1-D) in place, in float32 (see
+    :mod:`.vector_math`). One loop per activation, so that each vectorizes; numpy's error model,
+    as Python's checks each division for zero (sigmoid divides) and the branch keeps the loops
+    from vectorizing. Not inlined: inlined into the finishing loops, its loops did not vectorize."""
+    values = values[start:stop]  # indexes from 0: LLVM sees that none is negative (see _split_phases)
+    count = values.size
+    code = activation[0]
+    alpha, beta = np.float32(activation[1]), np.float32(activation[2])
+    zero, one = np.float32(0), np.float32(1)
+    if code == SIGMOID:
+        for k in range(count):
+            values[k] = sigmoid(np.float32(values[k]))
+    elif code == TANH:
+        for k in range(count):
+            values[k] = tanh(np.float32(values[k]))
+    elif code == LEAKY_RELU:
+        for k in range(count):
+            value = np.float32(values[k])
+            values[k] = value * alpha if value < zero else value
+    elif code == HARD_SIGMOID:
+        for k in range(count):
+            values[k] = _clamp(np.float32(values[k]) * alpha + beta, zero, one)
+    elif code == SWISH:
+        for k in range(count):
+            value = np.float32(values[k])
+            values[k] = value * sigmoid(value)
+    elif code == HARD_SWISH:
+        for k in range(count):
+            value = np.float32(values[k])
+            values[k] = value * _clamp(value * alpha + beta, zero, one)
+
+
 @numba.njit(inline="always")
-def _clamp(value: float, low: float, high: float) -> float:
+def _activate_strided(values: np.ndarray, scratch: np.ndarray, activation: tuple[int, float, float]) -> None:
+    """:func:`activate` over ``values`` (1-D, of a view numba takes for strided), through
+    ``scratch`` (as long, contiguous): on a view numba does not know to be contiguous, the loops
+    would read element by element."""
+    if activation[0] == NONE:
+        return
+    count = values.size
+    for k in range(count):
+        scratch[k] = values[k]
+    activate(scratch, 0, count, activation)
+    for k in range(count):
+        values[k] = scratch[k]
+
+
+@numba.njit(inline="always")
+def _clamp(
+    value: float | np.floating, low: float | np.floating, high: float | np.floating
+) -> float | np.floating:
     """``value`` limited to ``[low, high]``; NaN stays NaN. (Written so that loops vectorize.)"""
     value = low if value < low else value
     return high if value > high else value
@@ -340,14 +401,17 @@ def sum_taps(
     high: float,
     residual: np.ndarray | None,
     out: np.ndarray,
+    activation: tuple[int, float, float],
 ) -> None:
     """Output rows ``first`` on of a stride-1 2-D convolution, ``out (M, rows, OW)``, from
     ``products (KH * KW, M, R, W)``: each kernel tap's weights times input rows ``top`` to
     ``top + R`` (summed over the input channels). Every output pixel sums, over the taps, the
     tap's products at the input pixel its window reads there (none in the padding), plus
-    ``bias[m]`` and ``residual`` (``out``'s shape, or None to add nothing), clamped."""
+    ``bias[m]`` and ``residual`` (``out``'s shape, or None to add nothing), clamped, then
+    ``activation`` (see :func:`activate`) while the row is in cache."""
     height, width = products.shape[2], products.shape[3]
     channels, rows, columns = out.shape
+    scratch = np.empty(columns if activation[0] != NONE else 0, dtype=out.dtype)
     for m in range(channels):
         for oy in range(rows):
             target = out[m, oy]
@@ -372,6 +436,7 @@ def sum_taps(
                         target[start + k] += source[at + k]
             for k in range(columns):
                 target[k] = _clamp(target[k], low, high)
+            _activate_strided(target, scratch, activation)
 
 
 @numba.njit(**_JIT)
@@ -382,14 +447,21 @@ def crop_bias_clamp(
     high: float,
     residual: np.ndarray | None,
     out: np.ndarray,
+    activation: tuple[int, float, float],
 ) -> None:
     """``out (M, rows, OW) = clamp(wide[:, :, :OW] + bias[m] + residual, low, high)`` from
-    ``wide (M, rows, pitch)``; ``residual`` is ``out``'s shape, or None to add nothing."""
+    ``wide (M, rows, pitch)``, then ``activation`` (see :func:`activate`); ``residual`` is
+    ``out``'s shape, or None to add nothing. With an activation, each channel's rows are
+    finished in ``wide`` (C-contiguous), activated there in one run, pitch and all, then copied:
+    one call on a contiguous run where rows of ``out`` (a view numba takes for strided) would
+    take one call and two copies each."""
     channels, rows, columns = out.shape
+    activated = activation[0] != NONE
     for m in range(channels):
         shift = bias[m]
         for oy in range(rows):
-            source, target = wide[m, oy], out[m, oy]
+            source = wide[m, oy]
+            target = source if activated else out[m, oy]
             if residual is None:
                 for k in range(columns):
                     target[k] = _clamp(source[k] + shift, low, high)
@@ -397,14 +469,27 @@ def crop_bias_clamp(
                 extra = residual[m, oy]
                 for k in range(columns):
                     target[k] = _clamp(source[k] + shift + extra[k], low, high)
+        if activated:
+            plane = wide[m]
+            activate(plane.reshape(plane.size), 0, plane.size, activation)
+            for oy in range(rows):
+                source, target = plane[oy], out[m, oy]
+                for k in range(columns):
+                    target[k] = source[k]
 
 
 @numba.njit(**_JIT)
 def add_bias_clamp(
-    y: np.ndarray, bias: np.ndarray, low: float, high: float, residual: np.ndarray | None
+    y: np.ndarray,
+    bias: np.ndarray,
+    low: float,
+    high: float,
+    residual: np.ndarray | None,
+    activation: tuple[int, float, float],
 ) -> None:
-    """``y (N, M, P) = clamp(y + bias[m] + residual, low, high)`` in place; ``residual`` is
-    ``y``'s shape, or None to add nothing."""
+    """``y (N, M, P) = clamp(y + bias[m] + residual, low, high)`` in place, then ``activation``
+    (see :func:`activate`) row by row while the row is in cache; ``residual`` is ``y``'s shape,
+    or None to add nothing."""
     batch, channels = y.shape[:2]
     for n in range(batch):
         for m in range(channels):
@@ -416,3 +501,4 @@ def add_bias_clamp(
                 extra = residual[n, m]
                 for k in range(row.shape[0]):
                     row[k] = _clamp(row[k] + shift + extra[k], low, high)
+            activate(row, 0, row.shape[0], activation)

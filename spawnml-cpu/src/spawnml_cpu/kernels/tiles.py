@@ -25,6 +25,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .loops import NONE, activate
+
 #: Lanes of a vector, tile rows and vectors a tile row: sums of ROWS * VECTORS vectors in
 #: registers, with a vector of each row's pixels and a weight (32 registers with AVX-512, 16
 #: without).
@@ -179,9 +181,12 @@ def pointwise(
     high: float,
     residual: np.ndarray | None,
     y: np.ndarray,
+    activation: tuple[int, float, float],
 ) -> None:
     """``y (M, P) = clamp(w (M, C) @ x (C, P) + bias[m] + residual, low, high)``: float32,
-    C-contiguous, shapes as :func:`fits` takes; ``residual`` is ``y``'s shape or None. The last
+    C-contiguous, shapes as :func:`fits` takes; ``residual`` is ``y``'s shape or None. Then
+    ``activation`` (:func:`.loops.activate`), over each tile's rows right after it is stored,
+    while they are in L1 (in the tile's IR it would take vector exp written in IR too). The last
     tile of each axis is moved back to end at the edge (computing some sums twice); pixel rows
     narrower than a tile take one whose last vector is partly used."""
     outputs, depth = w.shape
@@ -212,3 +217,6 @@ def pointwise(
                     low32,
                     high32,
                 )
+            if activation[0] != NONE:  # (a tile moved back recomputes its sums, so none is activated twice)
+                for r in range(row, row + ROWS):
+                    activate(y[r], column, column + span, activation)
