@@ -39,7 +39,7 @@ from ..ops.shapes import (
     window_attrs,
 )
 from ..passes.context import MS_DOMAIN
-from ..passes.conv_activation import ACTIVATIONS
+from ..passes.conv_activation import ACTIVATIONS, OWN_ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
@@ -123,6 +123,10 @@ Activation = tuple[str, tuple[float, ...]]
 
 def _activation(name: str, params: Sequence[float]) -> Callable[[ir.Expr], ir.Expr]:
     """FusedConv's activation with its parameters (infinite Clip bounds are no bounds)."""
+    if name == "Swish":  # SpawnML's SiLU: v * sigmoid(v)
+        return lambda v: SCALAR_OPS["Mul"].build([v, SCALAR_OPS["Sigmoid"].build([v], {}, f32)], {}, f32)
+    if name == "HardSwish":
+        return lambda v: SCALAR_OPS["HardSwish"].build([v], {}, f32)
     defaults = ACTIVATIONS[name]
     values = [*params, *(default for _, default in defaults[len(params) :])]
     attrs = {attr: value for (attr, _), value in zip(defaults, values, strict=True) if math.isfinite(value)}
@@ -177,8 +181,8 @@ def conv(ctx: GPUContext, x: Array, w: Array, b: Array | None = None) -> Array:
 
 def _check_fused_conv(node: Node, opset: int) -> str | None:
     name = as_text(node.attrs.get("activation", ""))
-    if name and name not in ACTIVATIONS:
-        return f"activation {name!r} is not one of {sorted(ACTIVATIONS)}"
+    if name and name not in ACTIVATIONS and name not in OWN_ACTIVATIONS:
+        return f"activation {name!r} is not one of {sorted({*ACTIVATIONS, *OWN_ACTIVATIONS})}"
     if len(node.attrs.get("activation_params") or []) > len(ACTIVATIONS.get(name, ())):
         return f"{name or 'no activation'} takes {len(ACTIVATIONS.get(name, ()))} activation_params"
     if len(node.inputs) > 3 and node.inputs[3]:

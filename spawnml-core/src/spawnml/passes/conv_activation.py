@@ -3,7 +3,10 @@
 
 As onnxruntime's ConvAddActivationFusion does: a Conv whose only reader is an Add of a tensor
 of the Conv's shape and type takes that tensor as Z, then an activation after a Conv, or after
-a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays. The
+a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays. SiLU
+spelled ``Mul(y, Sigmoid(y))`` and HardSwish, which onnxruntime's FusedConv does not take, become
+the SpawnML activations ``Swish`` and ``HardSwish`` of a FusedConv (:data:`OWN_ACTIVATIONS`);
+files written for other runtimes get them back as the standard nodes (:mod:`.unfuse`). The
 shapes are equal for certain where both values take their height and width from one value
 through stride-1 convolutions padded to keep them (a residual block) and their batch and
 channel axes are known equal.
@@ -18,7 +21,7 @@ from ..ir import Graph, Node
 from ..ops.schema import TensorType
 from ..ops.shapes import as_text, window_attrs
 from .context import MS_DOMAIN, PassContext, import_domain
-from .graph_edit import constant, consumers, only_reader, producers, scalar
+from .graph_edit import constant, consumers, only_reader, output_names, producers, scalar
 
 #: FusedConv's activations and their attributes, in ``activation_params`` order with defaults.
 ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
@@ -29,6 +32,9 @@ ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
     "HardSigmoid": (("alpha", 0.2), ("beta", 0.5)),
     "Clip": (("min", -math.inf), ("max", math.inf)),
 }
+#: SpawnML's own FusedConv activations, which onnxruntime refuses: ``Swish`` is ``y * sigmoid(y)``
+#: (from ``Mul(y, Sigmoid(y))``), ``HardSwish`` ONNX's operator; neither takes parameters.
+OWN_ACTIVATIONS = frozenset({"Swish", "HardSwish"})
 
 
 def fuse_conv_activation(graph: Graph, ctx: PassContext) -> int:
@@ -78,29 +84,55 @@ def _fuse_activations(graph: Graph, ctx: PassContext, made: dict[str, Node]) -> 
     FusedConv; ``made`` is the producer of each value."""
     fused, readers = 0, None
     for act in list(graph.nodes):
-        if act.domain or act.op_type not in ACTIVATIONS:
+        if act.domain or (act.op_type not in ACTIVATIONS and act.op_type not in ("HardSwish", "Mul")):
             continue
         conv = made.get(act.inputs[0])
+        if act.op_type == "Mul" and len(act.inputs) == 2 and conv is not None and conv.op_type == "Sigmoid":
+            conv = made.get(act.inputs[1])  # Mul(Sigmoid(y), y): y is the second
         if conv is None or not _takes_activation(conv):
             continue
         if readers is None:  # found once, at the first candidate
             readers = consumers(graph)
-        if only_reader(graph, readers, conv.outputs[0]) is not act:
+        replaced = _replaced(graph, readers, made, conv, act)
+        if replaced is None:
             continue
-        params = _params(graph, act)
+        name = "Swish" if act.op_type == "Mul" else act.op_type
+        params = [] if name in OWN_ACTIVATIONS else _params(graph, act)
         if params is None:
             continue
-        attrs = {**conv.attrs, "activation": act.op_type}
+        attrs = {**conv.attrs, "activation": name}
         if params:
             attrs["activation_params"] = params
         node = Node("FusedConv", list(conv.inputs), list(act.outputs), attrs, conv.name, MS_DOMAIN)
-        if not ctx.may_replace(graph, [conv, act], node):
+        if not ctx.may_replace(graph, replaced, node):
             continue
         import_domain(graph, MS_DOMAIN)
         graph.nodes[graph.nodes.index(conv)] = node
-        graph.nodes.remove(act)
+        for part in replaced[1:]:
+            graph.nodes.remove(part)
         fused += 1
     return fused
+
+
+def _replaced(
+    graph: Graph, readers: dict[str, list[Node]], made: dict[str, Node], conv: Node, act: Node
+) -> list[Node] | None:
+    """The nodes a FusedConv of ``conv`` with activation ``act`` replaces, ``conv`` first: with
+    the Sigmoid between where ``act`` is SiLU's Mul; None where another node reads what they
+    make within (or ``act`` is a Mul of anything else)."""
+    made_by_conv = conv.outputs[0]
+    if act.op_type != "Mul":
+        return [conv, act] if only_reader(graph, readers, made_by_conv) is act else None
+    if len(act.inputs) != 2 or made_by_conv not in act.inputs:
+        return None
+    sigmoid = made.get(act.inputs[1 - act.inputs.index(made_by_conv)])
+    if sigmoid is None or sigmoid.domain or sigmoid.op_type != "Sigmoid" or sigmoid.inputs != [made_by_conv]:
+        return None
+    if only_reader(graph, readers, sigmoid.outputs[0]) is not act or made_by_conv in output_names(graph):
+        return None
+    if sorted(map(id, readers.get(made_by_conv, []))) != sorted((id(sigmoid), id(act))):
+        return None
+    return [conv, sigmoid, act]
 
 
 def _takes_activation(node: Node) -> bool:
@@ -154,7 +186,7 @@ def _same_leading_axes(types: dict[str, TensorType], a: str, b: str) -> bool:
 def _keeps_spatial_sizes(graph: Graph, node: Node) -> bool:
     """Whether ``node``'s output has its first input's spatial sizes: an activation FusedConv
     takes (elementwise), or a convolution of stride 1 padded by its kernel's extent less one."""
-    if not node.domain and node.op_type in ACTIVATIONS:
+    if not node.domain and (node.op_type in ACTIVATIONS or node.op_type == "HardSwish"):
         return True
     if (node.domain, node.op_type) not in (("", "Conv"), (MS_DOMAIN, "FusedConv")):
         return False

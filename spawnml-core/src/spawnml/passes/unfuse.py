@@ -2,7 +2,9 @@
 
 A graph optimized at level ``all`` holds ``ai.spawnml::FusedElementwise`` nodes, which only
 SpawnML runs. Files written for other runtimes get the chains back as the ai.onnx nodes they
-were made of (see :mod:`spawnml.ops.defs.fused` for the chain encoding).
+were made of (see :mod:`spawnml.ops.defs.fused` for the chain encoding). Likewise a FusedConv
+with one of SpawnML's own activations (:data:`.conv_activation.OWN_ACTIVATIONS`) is written as a
+Conv (a FusedConv without activation, where it adds Z) and the activation's nodes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Any
 from ..ir import Graph, Node
 from ..kernel.library.chain import decode
 from ..ops.defs.fused import DOMAIN
+from ..ops.shapes import as_text
+from .context import MS_DOMAIN
+from .conv_activation import OWN_ACTIVATIONS
 
 
 def expand_fused(graph: Graph) -> Graph:
@@ -28,10 +33,39 @@ def expand_fused(graph: Graph) -> Graph:
 
 
 def _holds_fused(graph: Graph) -> bool:
-    return any(node.domain == DOMAIN or any(map(_holds_fused, node.subgraphs())) for node in graph.nodes)
+    return any(
+        node.domain == DOMAIN or _own_activation(node) or any(map(_holds_fused, node.subgraphs()))
+        for node in graph.nodes
+    )
+
+
+def _own_activation(node: Node) -> bool:
+    """Whether ``node`` is a FusedConv with an activation onnxruntime does not take."""
+    activation = node.attrs.get("activation", "")
+    return node.domain == MS_DOMAIN and node.op_type == "FusedConv" and as_text(activation) in OWN_ACTIVATIONS
+
+
+def _expand_conv(node: Node) -> list[Node]:
+    """A FusedConv with one of SpawnML's own activations as the standard nodes it stands for."""
+    base = node.name or node.outputs[0]
+    activation = as_text(node.attrs["activation"])
+    attrs = {name: value for name, value in node.attrs.items() if not name.startswith("activation")}
+    inputs = list(node.inputs)
+    if len(inputs) > 3 and inputs[3]:
+        conv = Node("FusedConv", inputs, [f"{base}.conv"], attrs, f"{base}.FusedConv", MS_DOMAIN)
+    else:
+        while inputs and not inputs[-1]:  # Conv takes no Z, nor an empty bias
+            inputs.pop()
+        conv = Node("Conv", inputs[:3], [f"{base}.conv"], attrs, f"{base}.Conv")
+    if activation == "HardSwish":
+        return [conv, Node("HardSwish", conv.outputs, list(node.outputs), {}, f"{base}.HardSwish")]
+    gate = Node("Sigmoid", conv.outputs, [f"{base}.sigmoid"], {}, f"{base}.Sigmoid")
+    return [conv, gate, Node("Mul", [*conv.outputs, *gate.outputs], list(node.outputs), {}, f"{base}.Mul")]
 
 
 def _expand(node: Node) -> list[Node]:
+    if _own_activation(node):
+        return _expand_conv(node)
     if node.domain != DOMAIN or node.op_type != "FusedElementwise":
         if not any(node.subgraphs()):
             return [node]
