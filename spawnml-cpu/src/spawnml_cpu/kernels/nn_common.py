@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.ops.shapes import sliding_windows, window_attrs
@@ -15,7 +16,7 @@ from spawnml.ops.shapes import sliding_windows, window_attrs
 from .threads import blas_for, one_blas_thread
 
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
-_WIDENED = frozenset({np.dtype(np.float16), np.dtype("bfloat16")})
+_WIDENED = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
