@@ -20,6 +20,7 @@ from .passes.shape_inference import InferenceMemo
 from .planner import Placed, Plan, Transfer, build_plan
 from .profiler import MODEL_LOADING, MODEL_RUN, SESSION, SESSION_INITIALIZATION, Profiler
 from .tensor import EMPTY_OPTIONAL, Tensor, TensorSequence
+from .threads import checked_thread_count, intra_op
 
 #: What a session returns for one output: a tensor, a sequence's tensors, or None for an
 #: empty optional (on the host: arrays in place of tensors).
@@ -52,7 +53,10 @@ class SessionOptions:
     the default is ``ORT_ENABLE_ALL``, as in onnxruntime. ``optimized_model_filepath``, when
     set, is where the optimized graph is saved as an ONNX file. ``enable_profiling`` times session
     creation, every run and every node of it until :meth:`InferenceSession.end_profiling` writes
-    them to ``{profile_file_prefix}_{time}.json`` (a Chrome trace).
+    them to ``{profile_file_prefix}_{time}.json`` (a Chrome trace). ``intra_op_num_threads`` is
+    how many threads the session's kernels may use (0: the backend's default); it holds for this
+    session only and changes nothing process-wide. ``inter_op_num_threads`` is accepted for
+    onnxruntime's sake: nodes run one after another, so it has no effect.
     """
 
     limits: Limits | None = None
@@ -60,6 +64,8 @@ class SessionOptions:
     optimized_model_filepath: str | Path = ""
     enable_profiling: bool = False
     profile_file_prefix: str = "spawnml_profile"
+    intra_op_num_threads: int = 0
+    inter_op_num_threads: int = 0
 
 
 class InferenceSession:
@@ -86,6 +92,8 @@ class InferenceSession:
         created = Profiler.now()
         limits = limits or options.limits
         self._limits = limits or DEFAULT_LIMITS
+        self._threads = checked_thread_count(options.intra_op_num_threads)
+        checked_thread_count(options.inter_op_num_threads, "inter_op_num_threads")
         loaded = path_or_bytes if isinstance(path_or_bytes, Graph) else load(path_or_bytes, limits)
         if self._profiler is not None:
             self._profiler.record(MODEL_LOADING, SESSION, created)
@@ -192,7 +200,8 @@ class InferenceSession:
         plan = self._open_plan()
         names = self._output_names(output_names)
         placed = self._check_feeds(input_feed)
-        with limits_for_runs(self._limits):  # bounds the work of this run (Loop iterations)
+        # bounds the work of this run (Loop iterations), and its threads
+        with limits_for_runs(self._limits), intra_op(self._threads):
             results = plan.run(placed, names)
         return [_output(buffer, backend) for buffer, backend in results]
 
