@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import spawnml
 from spawnml import InvalidArgumentError
-from spawnml.ir import Graph, Node, Value
+from spawnml.graph_builder import GraphBuilder
+from spawnml.ir import Graph, Value
 
 from .assets import asset_file
 
@@ -53,29 +54,31 @@ class BertConfig:
         )
 
 
-class _Builder:
-    """Appends nodes and initializers to a graph, naming each output uniquely."""
+class TransformerBuilder(GraphBuilder):
+    """A graph over named weights, with the linear and normalization layers of transformer encoders.
 
-    def __init__(self, weights: dict[str, np.ndarray]) -> None:
+    Outputs are named after their operator; weights keep their state-dict names.
+    """
+
+    def __init__(self, weights: dict[str, np.ndarray], name: str, opset: int) -> None:
+        super().__init__(Graph(opset_imports={"": opset}, name=name))
         self.weights = weights
-        self.graph = Graph(opset_imports={"": OPSET}, name="bert")
-        self.count = 0
 
-    def const(self, name: str, value: np.ndarray) -> str:
-        self.graph.initializers[name] = value
-        return name
+    def output_base(self, op_type: str, inputs: list[str]) -> str:
+        return op_type.lower()
 
     def weight(self, name: str, transpose: bool = False) -> str:
+        """The weight ``name`` as a float32 initializer of that name (``name.T`` transposed)."""
+        stored = name + (".T" if transpose else "")
+        if stored in self.graph.initializers:
+            return stored
         array = np.asarray(self.weights[name], dtype=np.float32)
-        return self.const(
-            name + (".T" if transpose else ""), np.ascontiguousarray(array.T) if transpose else array
-        )
+        value = np.ascontiguousarray(array.T) if transpose else array
+        return self.initializer(value, name=self.claim(stored))
 
     def op(self, op_type: str, *inputs: str, **attrs: object) -> str:
-        self.count += 1
-        output = f"{op_type.lower()}_{self.count}"
-        self.graph.nodes.append(Node(op_type, list(inputs), [output], dict(attrs), name=output))
-        return output
+        """Append one node, its attributes as keywords."""
+        return self.emit(op_type, list(inputs), attrs)
 
     def linear(self, x: str, prefix: str) -> str:
         return self.op(
@@ -97,14 +100,15 @@ class _Builder:
 
 def bert_graph(config: BertConfig, weights: dict[str, np.ndarray]) -> Graph:
     """The encoder's graph; ``weights`` are named as in ``BertModel``'s state dict."""
-    b = _Builder(weights)
+    b = TransformerBuilder(weights, "bert", OPSET)
     heads, hidden = config.num_attention_heads, config.hidden_size
     head_size = hidden // heads
     ids, mask, types = INPUTS
     b.graph.inputs = [Value(name, np.dtype(np.int64), ("batch", "sequence")) for name in INPUTS]
 
-    length = b.op("Gather", b.op("Shape", ids), b.const("one", np.array(1, np.int64)), axis=0)
-    positions = b.op("Range", b.const("zero", np.array(0, np.int64)), length, "one")
+    one = b.initializer(np.array(1, np.int64), "one")
+    length = b.op("Gather", b.op("Shape", ids), one, axis=0)
+    positions = b.op("Range", b.initializer(np.array(0, np.int64), "zero"), length, one)
     x = b.op(
         "Add",
         b.op(
@@ -117,14 +121,15 @@ def bert_graph(config: BertConfig, weights: dict[str, np.ndarray]) -> Graph:
     x = b.layer_norm(x, "embeddings.LayerNorm", config.layer_norm_eps)
 
     # 0 where attended, the most negative float where masked: [batch, 1, 1, sequence]
-    keep = b.op("Cast", b.op("Unsqueeze", mask, b.const("axes_1_2", np.array([1, 2], np.int64))), to=1)
-    lowest = b.const("lowest", np.array(np.finfo(np.float32).min, np.float32))
-    bias = b.op("Mul", b.op("Sub", b.const("one_f", np.array(1, np.float32)), keep), lowest)
-    split_heads = b.const("split_heads", np.array([0, 0, heads, head_size], np.int64))
-    merge_heads = b.const("merge_heads", np.array([0, 0, hidden], np.int64))
-    scale = b.const("scale", np.array(1 / math.sqrt(head_size), np.float32))
-    root_half = b.const("root_half", np.array(1 / math.sqrt(2), np.float32))
-    half = b.const("half", np.array(0.5, np.float32))
+    keep = b.op("Cast", b.op("Unsqueeze", mask, b.ints([1, 2], "axes_1_2")), to=1)
+    lowest = b.initializer(np.array(np.finfo(np.float32).min, np.float32), "lowest")
+    one_f = b.initializer(np.array(1, np.float32), "one_f")
+    bias = b.op("Mul", b.op("Sub", one_f, keep), lowest)
+    split_heads = b.ints([0, 0, heads, head_size], "split_heads")
+    merge_heads = b.ints([0, 0, hidden], "merge_heads")
+    scale = b.initializer(np.array(1 / math.sqrt(head_size), np.float32), "scale")
+    root_half = b.initializer(np.array(1 / math.sqrt(2), np.float32), "root_half")
+    half = b.initializer(np.array(0.5, np.float32), "half")
 
     for layer in range(config.num_hidden_layers):
         p = f"encoder.layer.{layer}"
@@ -145,7 +150,7 @@ def bert_graph(config: BertConfig, weights: dict[str, np.ndarray]) -> Graph:
 
         inner = b.linear(x, f"{p}.intermediate.dense")
         gelu = b.op(
-            "Mul", b.op("Mul", inner, half), b.op("Add", b.op("Erf", b.op("Mul", inner, root_half)), "one_f")
+            "Mul", b.op("Mul", inner, half), b.op("Add", b.op("Erf", b.op("Mul", inner, root_half)), one_f)
         )
         x = b.layer_norm(
             b.op("Add", b.linear(gelu, f"{p}.output.dense"), x),
@@ -153,7 +158,7 @@ def bert_graph(config: BertConfig, weights: dict[str, np.ndarray]) -> Graph:
             config.layer_norm_eps,
         )
 
-    b.graph.nodes.append(Node("Identity", [x], [OUTPUT], name=OUTPUT))
+    b.emit("Identity", [x], output=b.claim(OUTPUT))
     b.graph.outputs = [Value(OUTPUT, np.dtype(np.float32), ("batch", "sequence", hidden))]
     return b.graph
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import spawnml
 from spawnml import InvalidArgumentError
-from spawnml.ir import Graph, Node, Value
+from spawnml.graph_builder import GraphBuilder
+from spawnml.ir import Graph, Value
 
 from .assets import asset_file
 
@@ -39,13 +40,15 @@ STAGES = (
 BLOCK_STRIDES = tuple(stride if i == 0 else 1 for _, _, blocks, stride in STAGES for i in range(blocks))
 
 
-class _Builder:
-    """Appends nodes and weight initializers to a graph, naming each output uniquely."""
+class _Builder(GraphBuilder):
+    """MobileNetV2's layers over a state dict; outputs are named after their operator."""
 
     def __init__(self, weights: dict[str, np.ndarray]) -> None:
+        super().__init__(Graph(opset_imports={"": OPSET}, name="mobilenet_v2"))
         self.weights = weights
-        self.graph = Graph(opset_imports={"": OPSET}, name="mobilenet_v2")
-        self.count = 0
+
+    def output_base(self, op_type: str, inputs: list[str]) -> str:
+        return op_type.lower()
 
     def shape(self, name: str) -> tuple[int, ...]:
         if name not in self.weights:
@@ -54,21 +57,17 @@ class _Builder:
 
     def weight(self, name: str) -> str:
         self.shape(name)
-        self.graph.initializers[name] = np.asarray(self.weights[name], dtype=np.float32)
-        return name
+        return self.initializer(np.asarray(self.weights[name], dtype=np.float32), name=self.claim(name))
 
     def transposed_weight(self, name: str) -> str:
         """The matrix ``name`` transposed, as a contiguous initializer ``name.T``."""
         self.shape(name)
         matrix = np.asarray(self.weights[name], dtype=np.float32)
-        self.graph.initializers[f"{name}.T"] = np.ascontiguousarray(matrix.T)
-        return f"{name}.T"
+        return self.initializer(np.ascontiguousarray(matrix.T), name=self.claim(f"{name}.T"))
 
-    def op(self, op_type: str, *inputs: str, output: str | None = None, **attrs: object) -> str:
-        self.count += 1
-        output = output or f"{op_type.lower()}_{self.count}"
-        self.graph.nodes.append(Node(op_type, list(inputs), [output], dict(attrs), name=output))
-        return output
+    def op(self, op_type: str, *inputs: str, output: str = "", **attrs: object) -> str:
+        """Append one node, its attributes as keywords; ``output`` names a graph output."""
+        return self.emit(op_type, list(inputs), attrs, output=output and self.claim(output))
 
     def conv_bn(self, x: str, prefix: str, stride: int = 1, relu6: bool = True) -> str:
         """``Conv2d(bias=False)`` at ``prefix.0`` and ``BatchNorm2d`` at ``prefix.1``, then ReLU6."""
@@ -101,7 +100,9 @@ class _Builder:
         )
 
     def constant(self, name: str, value: float) -> str:
-        self.graph.initializers[name] = np.array(value, dtype=np.float32)
+        """A float32 scalar, stored once however often it is asked for."""
+        if name not in self.graph.initializers:
+            self.initializer(np.array(value, dtype=np.float32), name=self.claim(name))
         return name
 
     def inverted_residual(self, x: str, prefix: str, stride: int) -> str:

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 from spawnml import Limits, ModelLoadError
-from spawnml.ir import Graph, Node
+from spawnml.graph_builder import GraphBuilder
+from spawnml.ir import Graph
 
 #: The ai.onnx operator set lowered nodes are written against (Gelu needs 20).
 OPSET = 20
@@ -16,57 +17,22 @@ class NotExpressible(Exception):
     """A layer or operation has no ai.onnx lowering; it is kept as a node of its Core ML domain."""
 
 
-class GraphBuilder:
-    """Nodes, initializers and unique value names of one lowered graph."""
+class CoreMLBuilder(GraphBuilder):
+    """The graph of one Core ML model, with the Core ML domain for what has no lowering."""
 
     def __init__(self, name: str, domain: str, limits: Limits, described: str) -> None:
-        self.graph = Graph(opset_imports={"": OPSET, domain: 1}, name=name)
+        super().__init__(Graph(opset_imports={"": OPSET, domain: 1}, name=name))
         self.domain, self.limits, self.described = domain, limits, described
-        self._used: set[str] = set()
-
-    def fresh(self, base: str) -> str:
-        """An unused value name starting with ``base``."""
-        name, suffix = base or "t", 0
-        while name in self._used:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        self._used.add(name)
-        return name
-
-    def initializer(self, value: np.ndarray, base: str) -> str:
-        name = self.fresh(base)
-        self.graph.initializers[name] = np.ascontiguousarray(value)
-        return name
-
-    def ints(self, values: Any, base: str) -> str:
-        """An int64 initializer (shapes, axes, pads)."""
-        return self.initializer(np.asarray(values, np.int64), base)
-
-    def emit(
-        self,
-        op_type: str,
-        inputs: list[str],
-        attrs: dict[str, Any] | None = None,
-        output: str = "",
-        domain: str = "",
-    ) -> str:
-        """Append one node; its output is ``output`` (a claimed name) or a fresh one."""
-        output = output or self.fresh(f"{inputs[0] if inputs else op_type}_{op_type.lower()}")
-        self.graph.nodes.append(Node(op_type, inputs, [output], dict(attrs or {}), output, domain))
-        return output
 
     def keep(self, kind: str, inputs: list[str], outputs: list[str]) -> None:
         """A node of the Core ML domain for something with no lowering; sessions refuse it by name."""
-        self.graph.nodes.append(Node(kind, inputs, outputs, {}, outputs[0] if outputs else kind, self.domain))
+        self.add_node(kind, inputs, outputs, domain=self.domain)
 
     def name_result(self, name: str, wanted: str) -> str:
         """Give the value ``name`` the model's own name ``wanted`` (made unique), renaming its node."""
-        nodes = self.graph.nodes
-        if not nodes or nodes[-1].outputs != [name] or name in self.graph.initializers:
+        if not self.wrote_last(name) or name in self.graph.initializers:
             return self.emit("Identity", [name], output=self.fresh(wanted))
-        renamed = self.fresh(wanted)
-        nodes[-1].outputs, nodes[-1].name = [renamed], renamed
-        return renamed
+        return self.rename_last(self.fresh(wanted))
 
     def strided_slice(
         self,
@@ -113,16 +79,6 @@ class GraphBuilder:
         y = self.emit("Slice", inputs)
         squeezed = [axis for axis, squeeze in enumerate(squeeze_mask) if squeeze]
         return self.emit("Squeeze", [y, self.ints(squeezed, "axes")]) if squeezed else y
-
-    def checkpoint(self) -> tuple[int, set[str]]:
-        """What :meth:`rollback` needs to undo the nodes and initializers a lowering starts to add."""
-        return len(self.graph.nodes), set(self.graph.initializers)
-
-    def rollback(self, mark: tuple[int, set[str]]) -> None:
-        nodes, initializers = mark
-        del self.graph.nodes[nodes:]
-        for name in set(self.graph.initializers) - initializers:
-            del self.graph.initializers[name]
 
 
 def window(attrs: dict[str, Any], where: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from spawnml.dtypes import STRING
 from spawnml.ir import Graph, Value
 
 from .blobs import BlobFiles
-from .builder import GraphBuilder, NotExpressible, window
+from .builder import CoreMLBuilder, NotExpressible, window
 from .milvalues import Shape, tensor_type, value_array
 
 DOMAIN = "coreml.mil"
@@ -28,7 +28,7 @@ class ProgramLowering:
     """The graph under construction: MIL names mapped to IR names, constants and types."""
 
     def __init__(self, blobs: BlobFiles, limits: Limits, described: str) -> None:
-        self.b = GraphBuilder("main", DOMAIN, limits, described)
+        self.b = CoreMLBuilder("main", DOMAIN, limits, described)
         self.blobs = blobs
         self.names: dict[str, str] = {}
         self.constants: dict[str, np.ndarray] = {}

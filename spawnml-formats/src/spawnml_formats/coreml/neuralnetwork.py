@@ -17,7 +17,7 @@ import numpy as np
 from spawnml import Limits, ModelLoadError
 from spawnml.ir import Graph
 
-from .builder import GraphBuilder, NotExpressible, window
+from .builder import CoreMLBuilder, NotExpressible, window
 from .features import feature_value
 from .weights import weight_array
 
@@ -68,7 +68,7 @@ class NetworkLowering:
     """The graph under construction and the layer outputs it maps to IR names and ranks."""
 
     def __init__(self, name: str, limits: Limits, described: str) -> None:
-        self.b = GraphBuilder(name, DOMAIN, limits, described)
+        self.b = CoreMLBuilder(name, DOMAIN, limits, described)
         self.names: dict[str, str] = {}
         self.ranks: dict[str, int | None] = {}
 

@@ -22,24 +22,17 @@ from __future__ import annotations
 
 import codecs
 
+from spawnml.protobuf_wire import LEN, VARINT, Truncated, WireFormatError, read_tag, read_varint
+
 #: Highest ``ir_version`` accepted; onnx 1.23 writes 14, so this leaves room for new releases.
 MAX_IR_VERSION = 64
 
-_VARINT, _LEN = 0, 2
 # field number -> wire type, for ModelProto, GraphProto and OperatorSetIdProto
-_MODEL_FIELDS = {1: _VARINT, 5: _VARINT} | dict.fromkeys((2, 3, 4, 6, 7, 8, 14, 20, 25, 26), _LEN)
+_MODEL_FIELDS = {1: VARINT, 5: VARINT} | dict.fromkeys((2, 3, 4, 6, 7, 8, 14, 20, 25, 26), LEN)
 _TEXT_FIELDS = {2, 3, 4, 6}
-_GRAPH_FIELDS = dict.fromkeys((1, 2, 5, 10, 11, 12, 13, 14, 15, 16), _LEN)
-_OPSET_FIELDS = {1: _LEN, 2: _VARINT}
+_GRAPH_FIELDS = dict.fromkeys((1, 2, 5, 10, 11, 12, 13, 14, 15, 16), LEN)
+_OPSET_FIELDS = {1: LEN, 2: VARINT}
 _EMBEDDED = {7: _GRAPH_FIELDS, 8: _OPSET_FIELDS}
-
-
-class _Truncated(Exception):
-    """The head ended inside a field."""
-
-
-class _Corrupt(Exception):
-    """The bytes cannot be protobuf."""
 
 
 def looks_like_onnx(head: bytes) -> bool:
@@ -47,21 +40,21 @@ def looks_like_onnx(head: bytes) -> bool:
     position, last_field, fields = 0, 0, 0
     try:
         while position < len(head):
-            field, wire, position = _tag(head, position)
+            field, wire, position = read_tag(head, position)
             if _MODEL_FIELDS.get(field) != wire or field < last_field or (fields == 0 and field != 1):
                 return False
-            value, position = _varint(head, position)
+            value, position = read_varint(head, position)
             if field == 1 and not 1 <= value <= MAX_IR_VERSION:
                 return False
-            if wire == _LEN:
+            if wire == LEN:
                 payload = head[position : position + value]
                 if not _payload_plausible(field, payload, complete=len(payload) == value):
                     return False
                 position += value
             last_field, fields = field, fields + 1
-    except _Truncated:
+    except Truncated:  # the head ended inside a field
         pass
-    except _Corrupt:
+    except WireFormatError:
         return False
     return fields >= 2
 
@@ -79,27 +72,7 @@ def _payload_plausible(field: int, payload: bytes, complete: bool) -> bool:
     if expected is None or not payload:
         return True
     try:
-        inner_field, inner_wire, _ = _tag(payload, 0)
-    except _Truncated:
+        inner_field, inner_wire, _ = read_tag(payload, 0)
+    except Truncated:
         return True
     return expected.get(inner_field) == inner_wire
-
-
-def _tag(data: bytes, position: int) -> tuple[int, int, int]:
-    tag, position = _varint(data, position)
-    if tag >> 3 == 0:
-        raise _Corrupt
-    return tag >> 3, tag & 7, position
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 70, 7):
-        if position >= len(data):
-            raise _Truncated
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-    raise _Corrupt

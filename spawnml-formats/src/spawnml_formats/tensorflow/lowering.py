@@ -27,7 +27,8 @@ from typing import Any, cast
 
 import numpy as np
 from spawnml import Limits, ModelLoadError
-from spawnml.ir import Graph, Node, Value
+from spawnml.graph_builder import GraphBuilder, Mark
+from spawnml.ir import Graph, Value
 from tensorboard.compat.proto import graph_pb2
 
 from .tensors import decode, dims, element_type
@@ -134,17 +135,19 @@ class Op:
         return result
 
 
-class Lowering:
-    """The graph under construction and the TensorFlow tensors it maps to IR values."""
+class Lowering(GraphBuilder):
+    """The graph under construction and the TensorFlow tensors it maps to IR values.
+
+    Node names are reserved: each becomes the name of its first output when lowered.
+    """
 
     def __init__(self, graph_def: graph_pb2.GraphDef, described: str, limits: Limits) -> None:
+        super().__init__(
+            Graph(opset_imports={"": OPSET}, name="main"), reserved=(node.name for node in graph_def.node)
+        )
         self.described, self.limits = described, limits
-        self.graph = Graph(opset_imports={"": OPSET}, name="main")
         self.tensors: dict[str, Tensor] = {}
-        self._reserved = {node.name for node in graph_def.node}
-        self._used: set[str] = set()
         self._emitted: set[str] = set()  # outputs of the current operator's own nodes
-        self._added: list[str] = []  # names taken while lowering the current operator
         self.current = ""
 
     # -- tensors -----------------------------------------------------------------------------
@@ -172,7 +175,7 @@ class Lowering:
                 tensor.tf = self.initializer(folded, name)
             else:  # held channels-first only
                 nchw = cast(str, tensor.nchw)
-                tensor.tf = self._node("Transpose", [nchw], self._claim(name), {"perm": TO_NHWC})
+                tensor.tf = self._transpose(nchw, self.claim(name), TO_NHWC)
         return tensor.tf
 
     def channels_first(self, name: str) -> str:
@@ -184,7 +187,7 @@ class Lowering:
                 tensor.nchw = self.initializer(channels_first(folded), name + "/nchw")
             else:
                 output = self.fresh(f"{name}/nchw")
-                tensor.nchw = self._node("Transpose", [self.value(name)], output, {"perm": TO_NCHW})
+                tensor.nchw = self._transpose(self.value(name), output, TO_NCHW)
         return tensor.nchw
 
     def layout(self, names: list[str]) -> str:
@@ -205,9 +208,8 @@ class Lowering:
     def define(self, op: Op, name: str, layout: str = TF, index: int = 0) -> None:
         """Make output ``index`` of ``op`` the IR value ``name``, held in ``layout``."""
         own = tensor_name(op.name, index)
-        last = self.graph.nodes[-1] if self.graph.nodes else None
-        if layout == TF and name in self._emitted and last is not None and last.outputs == [name]:
-            name = last.outputs[0] = last.name = self._claim(own)
+        if layout == TF and name in self._emitted and self.wrote_last(name):
+            name = self.rename_last(self.claim(own))
         self.tensors[own] = Tensor(tf=name) if layout == TF else Tensor(nchw=name)
 
     def fold(self, op: Op, value: np.ndarray, index: int = 0) -> None:
@@ -221,66 +223,55 @@ class Lowering:
 
     # -- nodes -------------------------------------------------------------------------------
 
-    def fresh(self, base: str) -> str:
-        name, suffix = base, 0
-        while name in self._used or name in self._reserved:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        self._take(name)
-        return name
+    def output_base(self, op_type: str, inputs: list[str]) -> str:
+        """Nodes are named after the TensorFlow node they lower."""
+        return f"{self.current}/{op_type}"
 
-    def _take(self, name: str) -> None:
-        self._used.add(name)
-        self._added.append(name)
-
-    def _claim(self, own: str) -> str:
-        """A tensor's own TensorFlow name, unless something already took it."""
-        if own in self._used:
-            return self.fresh(own)
-        self._take(own)
-        return own
-
-    def initializer(self, value: np.ndarray, base: str) -> str:
-        name = self._claim(base) if base in self._reserved else self.fresh(base)
-        self.graph.initializers[name] = np.asarray(value, order="C")  # ascontiguousarray makes 0-d 1-d
-        return name
+    def initializer(self, value: np.ndarray, base: str = "", *, name: str = "") -> str:
+        """A constant; a ``Const`` node's value keeps the node's own name."""
+        if not name and self.is_reserved(base):
+            name = self.claim(base)
+        return super().initializer(value, base, name=name)
 
     def ints(self, values: Any, base: str) -> str:
-        """An int64 initializer (shapes, pads, axes)."""
-        return self.initializer(np.asarray(values, np.int64), f"{self.current}/{base}")
+        """An int64 initializer (shapes, pads, axes), named after the current node."""
+        return super().ints(values, f"{self.current}/{base}")
 
-    def emit(self, op_type: str, inputs: list[str], attrs: dict[str, Any] | None = None) -> str:
-        """Append one node and return its (single) output name."""
-        output = self._node(op_type, inputs, self.fresh(f"{self.current}/{op_type}"), attrs)
+    def emit(
+        self,
+        op_type: str,
+        inputs: list[str],
+        attrs: dict[str, Any] | None = None,
+        *,
+        output: str = "",
+        domain: str = "",
+    ) -> str:
+        """Append one node of the current operator's own; :meth:`define` may rename its output."""
+        output = super().emit(op_type, inputs, attrs, output=output, domain=domain)
         self._emitted.add(output)
         return output
 
     def emit_outputs(self, op_type: str, inputs: list[str], count: int, attrs: dict[str, Any]) -> list[str]:
         """Append one node with ``count`` outputs and return their names."""
         outputs = [self.fresh(f"{self.current}/{op_type}:{index}") for index in range(count)]
-        self.graph.nodes.append(Node(op_type, inputs, outputs, dict(attrs), outputs[0]))
-        return outputs
+        return self.add_node(op_type, inputs, outputs, attrs)
 
-    def _node(self, op_type: str, inputs: list[str], output: str, attrs: dict[str, Any] | None = None) -> str:
-        self.graph.nodes.append(Node(op_type, inputs, [output], dict(attrs or {}), output))
-        return output
+    def _transpose(self, x: str, output: str, perm: list[int]) -> str:
+        """A layout change, which no operator's :meth:`define` renames."""
+        return self.add_node("Transpose", [x], [output], {"perm": perm})[0]
 
-    def start(self, op: Op) -> tuple[int, int]:
+    def start(self, op: Op) -> Mark:
         """Begin lowering ``op``; returns what :meth:`rollback` needs to undo it."""
-        self.current, self._emitted, self._added = op.name, set(), []
-        return len(self.graph.nodes), len(self.graph.initializers)
+        self.current, self._emitted = op.name, set()
+        return self.checkpoint()
 
-    def rollback(self, mark: tuple[int, int]) -> None:
+    def rollback(self, mark: Mark) -> set[str]:
         """Undo the nodes, initializers, names and cached layouts of the operator begun at ``mark``."""
-        nodes, initializers = mark
-        del self.graph.nodes[nodes:]
-        for name in list(self.graph.initializers)[initializers:]:
-            del self.graph.initializers[name]
-        gone = set(self._added)
-        self._used -= gone
+        gone = super().rollback(mark)
         for tensor in self.tensors.values():
             tensor.tf = None if tensor.tf in gone else tensor.tf
             tensor.nchw = None if tensor.nchw in gone else tensor.nchw
+        return gone
 
     # -- inputs and outputs ------------------------------------------------------------------
 
@@ -288,7 +279,7 @@ class Lowering:
         """A ``Placeholder`` as a graph input, its unknown dims as None."""
         declared = dims(op.attr("shape", kind="shape")) if "shape" in op.node.attr else None
         shape = None if declared is None else tuple(None if dim < 0 else dim for dim in declared)
-        self.tensors[op.name] = Tensor(tf=self._claim(op.name))
+        self.tensors[op.name] = Tensor(tf=self.claim(op.name))
         self.graph.inputs.append(Value(op.name, element_type(op.attr("dtype", 0, "type"), op.where), shape))
 
     def placeholder_with_default(self, op: Op) -> None:
@@ -311,14 +302,14 @@ class Lowering:
         self.current = op.name
         value = self.value(name)
         if value != name or value in self.graph.initializers or self.graph.value(value) is not None:
-            value = self._node("Identity", [value], self._claim(name))
+            value = self.add_node("Identity", [value], [self.claim(name)])[0]
         self.graph.outputs.append(Value(value, output_type(op, name)))
 
     def keep(self, op: Op, outputs: int) -> None:
         """Keep ``op`` as a ``tensorflow``-domain node, which sessions refuse by name."""
         inputs = [self.value(name) for name in op.inputs]
-        names = [self._claim(tensor_name(op.name, index)) for index in range(outputs)]
-        self.graph.nodes.append(Node(op.type, inputs, names, name=op.name, domain=DOMAIN))
+        names = [self.claim(tensor_name(op.name, index)) for index in range(outputs)]
+        self.add_node(op.type, inputs, names, domain=DOMAIN, name=op.name)
         self.graph.opset_imports[DOMAIN] = 1
         for index, name in enumerate(names):
             self.tensors[tensor_name(op.name, index)] = Tensor(tf=name)

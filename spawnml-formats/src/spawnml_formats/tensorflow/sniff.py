@@ -15,12 +15,10 @@ from __future__ import annotations
 import codecs
 import re
 
+from spawnml.protobuf_wire import WireFormatError, read_varint
+
 _NODE, _NAME, _OP = 0x0A, 0x0A, 0x12
 _OP_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class _Truncated(Exception):
-    """The head ended inside a varint."""
 
 
 def looks_like_graphdef(head: bytes) -> bool:
@@ -28,7 +26,7 @@ def looks_like_graphdef(head: bytes) -> bool:
     try:
         if head[:1] != bytes([_NODE]):
             return False
-        node_length, position = _varint(head, 1)
+        node_length, position = read_varint(head, 1)
         end = position + node_length
         if head[position : position + 1] == bytes([_NAME]):
             name, position = _field(head, position, end)
@@ -40,14 +38,14 @@ def looks_like_graphdef(head: bytes) -> bool:
             return False
         op, _ = _field(head, position, end)
         return op is not None and (not op or _OP_NAME.fullmatch(op) is not None)
-    except _Truncated:
+    except WireFormatError:
         return False
 
 
 def _field(head: bytes, position: int, end: int) -> tuple[bytes | None, int]:
     """The visible bytes of the length-delimited field at ``position`` and where it ends; None
     when it is empty or runs past the end of its node."""
-    length, start = _varint(head, position + 1)
+    length, start = read_varint(head, position + 1)
     if length == 0 or start + length > end:
         return None, start + length
     return head[start : start + length], start + length
@@ -59,16 +57,3 @@ def _printable(text: bytes, complete: bool) -> bool:
     except UnicodeDecodeError:
         return False
     return decoded.isprintable()
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 64, 7):
-        if position >= len(data):
-            raise _Truncated
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-    raise _Truncated

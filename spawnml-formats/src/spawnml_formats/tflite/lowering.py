@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import tflite
 from spawnml import Limits, ModelLoadError
-from spawnml.ir import Graph, Node, Value
+from spawnml.graph_builder import GraphBuilder, Mark
+from spawnml.ir import Graph, Value
 
 from .reader import TFLiteModel, int_vector
 from .tensors import TensorInfo, constant, tensor_info
@@ -32,18 +33,17 @@ TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 CONTROL_FLOW = {"IF", "WHILE", "CALL_ONCE", "CALL"}
 
 
-class Lowering:
+class Lowering(GraphBuilder):
     """The graph under construction and the TFLite tensors it maps to IR value names."""
 
     def __init__(self, parsed: TFLiteModel, subgraph: tflite.SubGraph, limits: Limits) -> None:
+        super().__init__(Graph(opset_imports={"": OPSET, DOMAIN: 1}, name=_text(subgraph.Name()) or "main"))
         self.parsed, self.subgraph, self.limits = parsed, subgraph, limits
-        self.graph = Graph(opset_imports={"": OPSET, DOMAIN: 1}, name=_text(subgraph.Name()) or "main")
         self.tensor_count = subgraph.TensorsLength()
         self._infos: dict[int, TensorInfo] = {}
         self._constants: dict[int, np.ndarray | None] = {}
         self._names: dict[int, str] = {}
         self._floats: dict[int, str] = {}
-        self._used: set[str] = set()
 
     # -- tensors -----------------------------------------------------------------------------
 
@@ -113,12 +113,9 @@ class Lowering:
 
     def _rename_last(self, name: str, wanted: str) -> str:
         """Give the node that just produced ``name`` the TFLite tensor's own name."""
-        nodes = self.graph.nodes
-        if not wanted or not nodes or nodes[-1].outputs != [name]:
+        if not wanted or not self.wrote_last(name):
             return name
-        renamed = self.fresh(wanted)
-        nodes[-1].outputs, nodes[-1].name = [renamed], renamed
-        return renamed
+        return self.rename_last(self.fresh(wanted))
 
     def _quant_params(self, info: TensorInfo) -> tuple[str, str]:
         quant = info.quantization
@@ -137,44 +134,14 @@ class Lowering:
     def where(self, index: int) -> str:
         return f"tensor {index} ({self.info(index).name!r}) of {self.parsed.described}"
 
-    def checkpoint(self) -> tuple[int, set[str], dict[int, str], set[str]]:
-        """What :meth:`rollback` needs to undo the nodes and values an operator starts to add."""
-        return len(self.graph.nodes), set(self.graph.initializers), dict(self._floats), set(self._used)
-
-    def rollback(self, mark: tuple[int, set[str], dict[int, str], set[str]]) -> None:
-        nodes, initializers, floats, used = mark
-        del self.graph.nodes[nodes:]
-        for name in set(self.graph.initializers) - initializers:
-            del self.graph.initializers[name]
-        self._floats, self._used = floats, used
-        self._names = {index: name for index, name in self._names.items() if name in used}
+    def rollback(self, mark: Mark) -> set[str]:
+        """Undo an operator's nodes and values, and forget the tensors it had defined."""
+        freed = super().rollback(mark)
+        self._names = {index: name for index, name in self._names.items() if name not in freed}
+        self._floats = {index: name for index, name in self._floats.items() if name not in freed}
+        return freed
 
     # -- nodes -------------------------------------------------------------------------------
-
-    def fresh(self, base: str) -> str:
-        name, suffix = base or "t", 0
-        while name in self._used:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        self._used.add(name)
-        return name
-
-    def initializer(self, value: np.ndarray, base: str) -> str:
-        name = self.fresh(base)
-        self.graph.initializers[name] = np.ascontiguousarray(value)
-        return name
-
-    def ints(self, values: list[int] | np.ndarray, base: str) -> str:
-        """An int64 initializer (shapes, pads, axes)."""
-        return self.initializer(np.asarray(values, np.int64), base)
-
-    def emit(
-        self, op_type: str, inputs: list[str], attrs: dict[str, Any] | None = None, domain: str = ""
-    ) -> str:
-        """Append one node and return its (single) output name."""
-        output = self.fresh(f"{inputs[0] if inputs else op_type}_{op_type.lower()}")
-        self.graph.nodes.append(Node(op_type, inputs, [output], dict(attrs or {}), output, domain))
-        return output
 
     def nchw(self, name: str) -> str:
         return self.emit("Transpose", [name], {"perm": TO_NCHW})

@@ -17,7 +17,6 @@ import numpy as np
 import tflite
 from spawnml import ModelLoadError
 from spawnml.dtypes import to_onnx
-from spawnml.ir import Node
 
 from .lowering import DOMAIN, Lowering
 from .reader import int_vector
@@ -398,9 +397,7 @@ def lower_operator(lw: Lowering, operator: tflite.Operator, name: str) -> None:
             lw.rollback(mark)
     node_inputs = [lw.raw(index) if index >= 0 else "" for index in inputs]
     node_outputs = [lw.fresh(lw.info(index).name) for index in outputs]
-    lw.graph.nodes.append(
-        Node(name, node_inputs, node_outputs, name=node_outputs[0] if node_outputs else name, domain=DOMAIN)
-    )
+    lw.add_node(name, node_inputs, node_outputs, domain=DOMAIN)
     for index, output in zip(outputs, node_outputs, strict=True):
         lw.define_raw(index, output)
 

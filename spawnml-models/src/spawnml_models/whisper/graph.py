@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from spawnml import ModelLoadError
-from spawnml.ir import Graph, Node, Value
+from spawnml.ir import Graph, Value
 
-from ..bert import _Builder
+from ..bert import TransformerBuilder
 from ..ctranslate2 import CTranslate2Model
 from ..llm.graph import past_names, present_names
 
@@ -142,7 +142,7 @@ def _count_layers(names: dict[str, np.ndarray], stack: str) -> int:
 
 
 def _weights(model: CTranslate2Model) -> dict[str, np.ndarray]:
-    """The variables under the dotted names :class:`~spawnml_models.bert._Builder` uses
+    """The variables under the dotted names :class:`~spawnml_models.bert.TransformerBuilder` uses
     (``a/b/gamma`` as ``a.b.weight``, ``beta`` as ``bias``)."""
     renamed = {}
     for name, value in model.variables.items():
@@ -152,20 +152,18 @@ def _weights(model: CTranslate2Model) -> dict[str, np.ndarray]:
     return renamed
 
 
-class _WhisperBuilder(_Builder):
+class _WhisperBuilder(TransformerBuilder):
     """The BERT port's builder with Whisper's blocks: split projections, attention, GELU MLP."""
 
     def __init__(self, model: CTranslate2Model, name: str) -> None:
-        super().__init__(_weights(model))
+        super().__init__(_weights(model), name, OPSET)
         self.config = WhisperConfig.from_model(model)
-        self.graph.name, self.graph.opset_imports = name, {"": OPSET}
         width = self.config.width
-        self.thirds = self.const("split_3", np.array([width] * 3, np.int64))
-        self.halves = self.const("split_2", np.array([width] * 2, np.int64))
+        self.thirds = self.ints([width] * 3, "split_3")
+        self.halves = self.ints([width] * 2, "split_2")
 
     def split(self, x: str, sizes: str, outputs: list[str]) -> list[str]:
-        self.graph.nodes.append(Node("Split", [x, sizes], outputs, {"axis": -1}, name=outputs[0]))
-        return outputs
+        return self.add_node("Split", [x, sizes], [self.claim(name) for name in outputs], {"axis": -1})
 
     def split_projection(self, x: str, prefix: str, parts: int) -> list[str]:
         """The ``parts`` equal slices of ``linear(x, prefix)``: query, key, value or key, value."""
@@ -176,14 +174,13 @@ class _WhisperBuilder(_Builder):
     def attention(self, q: str, k: str, v: str, layer: int | None = None, **attrs: int) -> str:
         """Multi-head attention of 3-D ``q`` over ``k`` / ``v``; with ``layer``, also over that
         decoder layer's past keys and values, giving its present ones."""
-        self.count += 1
-        output = f"attention_{self.count}"
+        output = self.fresh("attention")
         heads = {"q_num_heads": self.config.heads, "kv_num_heads": self.config.heads}
         inputs, outputs = [q, k, v], [output]
         if layer is not None:
             inputs += ["", *past_names(layer)]
-            outputs += present_names(layer)
-        self.graph.nodes.append(Node("Attention", inputs, outputs, {**heads, **attrs}, name=output))
+            outputs += [self.claim(name) for name in present_names(layer)]
+        self.add_node("Attention", inputs, outputs, {**heads, **attrs})
         return output
 
     def feed_forward(self, x: str, prefix: str) -> str:
@@ -194,7 +191,7 @@ class _WhisperBuilder(_Builder):
         )
 
     def output(self, x: str, name: str, shape: tuple[int | str, ...]) -> None:
-        self.graph.nodes.append(Node("Identity", [x], [name], name=name))
+        self.emit("Identity", [x], output=self.claim(name))
         self.graph.outputs.append(Value(name, FLOAT32, shape))
 
 
