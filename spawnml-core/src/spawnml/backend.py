@@ -58,6 +58,8 @@ class KernelSpec:
     check: CheckFn | None = None
     #: Element types the kernel takes for its first input (None: any the backend holds).
     dtypes: frozenset[np.dtype] | None = None
+    #: Who registered it, when not the table's owner: the plugin, as errors name it.
+    origin: str = ""
 
     def overlaps(self, other: KernelSpec) -> bool:
         """Whether both kernels claim some opset version."""
@@ -67,6 +69,11 @@ class KernelSpec:
     def covers(self, opset: int) -> bool:
         return self.since_version <= opset and (self.until_version is None or opset < self.until_version)
 
+    def describe(self) -> str:
+        """The kernel as errors name it: its function, and the plugin that registered it."""
+        where = f"{self.fn.__module__}.{self.fn.__qualname__}"
+        return f"{where} from {self.origin}" if self.origin else where
+
 
 @dataclass
 class KernelTable:
@@ -74,13 +81,32 @@ class KernelTable:
 
     ``modules`` name the modules whose import registers kernels here: they are imported on the
     first lookup, so that discovering a backend does not import its kernels' dependencies.
+
+    A table made by :meth:`extended` holds the kernels plugins register for one backend
+    instance over the backend's own (its ``base``): lookups see both, and the backend's own
+    table is never written to.
     """
 
     _specs: dict[tuple[str, str], list[KernelSpec]] = field(default_factory=dict)
     modules: tuple[str, ...] = ()
+    base: KernelTable | None = None
     _loading: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    #: Whether this table's kernels were checked against the base's, which loads lazily.
+    _checked: bool = field(default=False, repr=False, compare=False)
+
+    def extended(self) -> KernelTable:
+        """An empty table over this one, for kernels added to one backend instance."""
+        return KernelTable(base=self)
 
     def _load(self) -> None:
+        if self.base is not None and not self._checked:
+            # Kernels registered while the base was not loaded yet are checked against it on the
+            # first lookup: loading it imports its kernel modules, which discovery must not do.
+            self.base._load()
+            for key, specs in self._specs.items():
+                for spec in specs:
+                    _refuse_overlap(spec, self.base._specs.get(key, ()))
+            self._checked = True
         if not self.modules:
             return
         with self._loading:  # another thread must not see the table half filled
@@ -96,20 +122,21 @@ class KernelTable:
         until: int | None = None,
         check: CheckFn | None = None,
         dtypes: Collection[Any] | None = None,
+        origin: str = "",
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register ``fn`` as the kernel for ``op_type`` over ``[since, until)``."""
+        """Decorator: register ``fn`` as the kernel for ``op_type`` over ``[since, until)``;
+        ``origin`` names the plugin registering it on a table it does not own."""
         allowed = None if dtypes is None else frozenset(np.dtype(d) for d in dtypes)
+        domain = "" if domain == "ai.onnx" else domain
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-            spec = KernelSpec(op_type, domain, fn, since, until, check, allowed)
-            existing = self._specs.setdefault((domain, op_type), [])
-            for other in existing:
-                if spec.overlaps(other):
-                    raise PluginError(
-                        f"two kernels for {domain or 'ai.onnx'}::{op_type} cover the same opsets: "
-                        f"{other.fn.__module__}.{other.fn.__qualname__} and {fn.__module__}.{fn.__qualname__}"
-                    )
-            existing.append(spec)
+            spec = KernelSpec(op_type, domain, fn, since, until, check, allowed, origin)
+            key = (domain, op_type)
+            _refuse_overlap(spec, self._specs.get(key, ()))
+            if self.base is not None and not self.base.modules:  # the base is loaded: check now,
+                # else on the first lookup (see _load)
+                _refuse_overlap(spec, self.base._specs.get(key, ()))
+            self._specs.setdefault(key, []).append(spec)
             return fn
 
         return decorate
@@ -120,18 +147,30 @@ class KernelTable:
         for spec in self._specs.get((domain, op_type), ()):
             if spec.covers(opset):
                 return spec
-        return None
+        return None if self.base is None else self.base.find(domain, op_type, opset)
 
     def ops(self) -> set[tuple[str, str]]:
         self._load()
-        return set(self._specs)
+        return set(self._specs) | (set() if self.base is None else self.base.ops())
+
+
+def _refuse_overlap(spec: KernelSpec, existing: Collection[KernelSpec]) -> None:
+    """Refuse ``spec`` when one of ``existing`` already covers one of its opset versions."""
+    for other in existing:
+        if spec.overlaps(other):
+            raise PluginError(
+                f"two kernels for {spec.domain or 'ai.onnx'}::{spec.op_type} cover the same opsets: "
+                f"{other.describe()} and {spec.describe()}"
+            )
 
 
 class Backend(ABC):
     """Base class of backend plugins. Subclasses set ``name`` and ``kernels``."""
 
     name: ClassVar[str]
-    kernels: ClassVar[KernelTable]
+    #: The kernels it runs natively: the class's table, which the plugin registry extends for
+    #: its instance (:meth:`KernelTable.extended`) with the kernels other plugins add for it.
+    kernels: KernelTable
     #: The conformance cases this backend is expected to fail: a TOML file with a ``[cases]``
     #: table of ``test_name = "reason"`` (see :mod:`spawnml.conformance.expectations`).
     expected_failures: ClassVar[Traversable | None] = None

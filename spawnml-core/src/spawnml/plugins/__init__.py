@@ -10,7 +10,7 @@ from ..backend import Backend
 from ..formats import FormatLoader
 from ..models import ModelSpec
 from ..ops.registry import OperatorRegistry
-from .hookspecs import hookimpl
+from .hookspecs import RegisterKernel, hookimpl
 from .manager import PluginInfo, Registry, get_plugin_manager, not_loaded, refresh, registry, reset
 
 
@@ -36,6 +36,7 @@ def models() -> dict[str, ModelSpec]:
 
 __all__ = [
     "PluginInfo",
+    "RegisterKernel",
     "Registry",
     "backends",
     "formats",

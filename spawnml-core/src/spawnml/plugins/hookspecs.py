@@ -7,9 +7,13 @@ advertise plugin modules under the entry-point group ``spawnml``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
+
+if TYPE_CHECKING:
+    from ..backend import CheckFn
 
 hookspec = pluggy.HookspecMarker("spawnml")
 hookimpl = pluggy.HookimplMarker("spawnml")
@@ -18,6 +22,37 @@ hookimpl = pluggy.HookimplMarker("spawnml")
 @hookspec
 def register_backends(register: Callable[..., None]) -> None:
     """Register backend classes: ``register(MyBackend)`` (a :class:`spawnml.backend.Backend`)."""
+
+
+class RegisterKernel(Protocol):
+    """The ``register`` callback of :func:`register_kernels`.
+
+    ``kernel(ctx, *inputs)`` runs ``domain::op_type`` on the backend named ``backend`` over the
+    opsets ``[since, until)``, with that backend's buffers; ``dtypes`` and ``check`` are the
+    guards of :meth:`spawnml.backend.KernelTable.register`.
+    """
+
+    def __call__(
+        self,
+        *,
+        backend: str,
+        op_type: str,
+        kernel: Callable[..., Any],
+        domain: str = "",
+        since: int = 1,
+        until: int | None = None,
+        dtypes: Collection[Any] | None = None,
+        check: CheckFn | None = None,
+    ) -> None: ...
+
+
+@hookspec
+def register_kernels(register: RegisterKernel, backends: frozenset[str]) -> None:
+    """Register kernels on backends by name, for any registered operator, without importing the
+    backends' packages: ``register(backend="cpu", op_type="Mish", domain="org.trial",
+    kernel=mish)``. ``backends`` are the names of the loaded backends (the parameter may be left
+    out): a kernel for any other name, for an operator no plugin registers, or covering an opset
+    another kernel of that backend covers, is refused."""
 
 
 @hookspec

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import pluggy
 
-from ..backend import Backend
+from ..backend import Backend, CheckFn
 from ..cli import Command
 from ..errors import PluginError, SpawnMLError
 from ..formats import FormatLoader
@@ -180,7 +181,11 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
                 label = _add(result, _info.name, item)
                 _info.provides.setdefault(_hook.removeprefix("register_"), []).append(label)
 
-            _call_hook(impl.function, register, info, hook_name)
+            _call_hook(impl, info, hook_name, register=register)
+    for impl in manager.hook.register_kernels.get_hookimpls():  # after the backends they extend
+        info = result.plugins[impl.plugin_name]
+        registrar = functools.partial(_add_kernel, result, info)
+        _call_hook(impl, info, "register_kernels", register=registrar, backends=frozenset(result.backends))
     return result
 
 
@@ -207,12 +212,11 @@ def _check_hook_names(manager: pluggy.PluginManager, result: Registry) -> None:
             )
 
 
-def _call_hook(
-    function: Callable[..., Any], register: Callable[[Any], None], info: PluginInfo, hook: str
-) -> None:
-    """Run one hook implementation; a returned value or an unexpected exception fails loading."""
+def _call_hook(impl: pluggy.HookImpl, info: PluginInfo, hook: str, **arguments: Any) -> None:
+    """Run one hook implementation with the ``arguments`` it takes; a returned value or an
+    unexpected exception fails loading."""
     try:
-        returned = function(register=register)
+        returned = impl.function(**{name: arguments[name] for name in impl.argnames})
     except SpawnMLError:
         raise
     except Exception as error:
@@ -266,6 +270,47 @@ def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
         raise PluginError(f"{error}: {_both(result, ('operator', label), plugin)}") from None
     result.owners["operator", label] = plugin
     return label
+
+
+def _add_kernel(
+    result: Registry,
+    info: PluginInfo,
+    *,
+    backend: str,
+    op_type: str,
+    kernel: Callable[..., Any],
+    domain: str = "",
+    since: int = 1,
+    until: int | None = None,
+    dtypes: Collection[Any] | None = None,
+    check: CheckFn | None = None,
+) -> None:
+    """The ``register`` of ``register_kernels`` (:class:`hookspecs.RegisterKernel`): adds the
+    kernel to the table of this registry's instance of ``backend``, never to its class's."""
+    label = f"{domain or 'ai.onnx'}::{op_type}-{since} on {backend}"
+    if backend not in result.backends:
+        raise PluginError(
+            f"{_describe(info)} registers kernel {label}, but backend {backend!r} "
+            f"{not_loaded('backend', backend)}; register kernels only for the names in the hook's "
+            f"`backends` argument (loaded: {sorted(result.backends)})"
+        )
+    if (domain, op_type) not in result.operators:
+        raise PluginError(
+            f"{_describe(info)} registers kernel {label}, but no plugin registers operator "
+            f"{domain or 'ai.onnx'}::{op_type}"
+        )
+    if not callable(kernel):
+        raise PluginError(f"{_describe(info)} registers kernel {label} as {_short(kernel)}, not a function")
+    instance = result.backends[backend]
+    if "kernels" not in vars(instance):  # the first kernel a plugin adds to this instance
+        instance.kernels = instance.kernels.extended()
+    try:
+        instance.kernels.register(op_type, domain, since, until, check, dtypes, origin=_describe(info))(
+            kernel
+        )
+    except PluginError as error:  # say on which backend
+        raise PluginError(f"{backend}: {error}") from None
+    info.provides.setdefault("kernels", []).append(label)
 
 
 def _store(result: Registry, existing: dict[str, Any], name: str, item: Any, kind: str, plugin: str) -> None:
