@@ -42,7 +42,8 @@ def configure_conformance(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fallback",
         metavar="NAME",
-        help="a second provider for the nodes the backend refuses (e.g. cpu): checks mixed placement",
+        help="a second provider for the nodes the backend refuses (e.g. cpu): checks mixed placement, "
+        "under both backends' expected failures",
     )
     parser.add_argument(
         "--compare-onnxruntime",
@@ -64,9 +65,11 @@ def run_conformance(args: argparse.Namespace) -> int:
     backend, *fallback = resolve_providers([args.backend, *([args.fallback] if args.fallback else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy's warnings from kernels and case data; outcomes tell
-        expected = ExpectedFailures.of_backend(backend)
+        files = [ExpectedFailures.of_backend(each) for each in (backend, *fallback)]
         every = load_cases(args.kind or KINDS, args.match)
-        check_expectations(expected, every, args.kind or KINDS, args.match)
+        for file in files:
+            check_expectations(file, every, args.kind or KINDS, args.match)
+        expected = files[0] if not fallback else files[0].with_fallback(files[1], fallback[0].name)
         cases = lane(backend, every, expected)
         print(f"{len(cases)} cases on backend {backend.name}", file=sys.stderr)
         results = run_suite(

@@ -23,6 +23,11 @@ the cases whose operators all have a kernel of its own. Skips are never tracked.
 Every entry of ``[cases]`` and ``[refusals]`` must name a case of the suite (of any kind,
 in or out of a ``native_only`` lane): a misspelt or renamed case would otherwise be expected
 to fail forever, unnoticed. A run of every kind refuses such a file (:meth:`check_cases`).
+
+A fallback lane (the backend first, a second one for the nodes it refuses) reads both files
+(:meth:`ExpectedFailures.with_fallback`): the backend's failures stay required; the fallback's
+may happen (its kernels run only the nodes the backend refuses, so they may not be reached);
+and the backend's listed refusals may load (the fallback takes them) or still be refused.
 """
 
 from __future__ import annotations
@@ -63,12 +68,18 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class ExpectedFailures:
-    """Case name -> why the backend is expected to fail it; the same for refusals (None: untracked)."""
+    """Case name -> why the backend is expected to fail it; the same for refusals (None: untracked).
+
+    ``may_fail`` and ``may_refuse`` are failures and refusals that are accepted, not required: a
+    listed case that passes or loads is judged by its outcome (see :meth:`with_fallback`).
+    """
 
     reasons: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
     refusals: Mapping[str, str] | None = None
     native_only: bool = False
+    may_fail: Mapping[str, str] = field(default_factory=dict)
+    may_refuse: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str, source: str) -> ExpectedFailures:
@@ -105,6 +116,24 @@ class ExpectedFailures:
         file = backend.expected_failures
         return cls(source=f"{backend.name} declares none") if file is None else cls.read(file)
 
+    def with_fallback(self, fallback: ExpectedFailures, name: str) -> ExpectedFailures:
+        """The expectations of the lane where backend ``name`` runs the nodes this one refuses,
+        ``fallback`` being its file. A case fails there where the backend's kernel fails (this
+        file's ``[cases]``, still required), or where a node it refuses runs on the fallback and
+        the fallback's kernel fails (``fallback``'s, accepted: whether the backend refuses that
+        node is not in either file). A case is refused there only where both backends refuse
+        one of its nodes, so only where the backend alone is refused: this file's
+        ``[refusals]`` are accepted, not required, and an unlisted refusal stays unexpected.
+        """
+        return ExpectedFailures(
+            self.reasons,
+            f"{self.source} with {name}'s {fallback.source}",
+            None if self.refusals is None else {},
+            self.native_only,
+            {case: f"{name}: {why}" for case, why in fallback.reasons.items() if case not in self.reasons},
+            dict(self.refusals or {}),
+        )
+
     def check_cases(self, names: Iterable[str]) -> None:
         """Refuse entries that name none of ``names`` (the cases of every kind)."""
         stray = sorted((set(self.reasons) | set(self.refusals or {})) - set(names))
@@ -116,27 +145,31 @@ class ExpectedFailures:
             )
 
     def reason(self, case: str) -> str | None:
-        """Why ``case`` is expected to fail, or None when it is not listed."""
-        return self.reasons.get(case)
+        """Why ``case`` is expected to fail (or may), or None when it is not listed."""
+        return self.reasons.get(case, self.may_fail.get(case))
+
+    def required(self, case: str) -> bool:
+        """Whether ``case`` must fail: a pass of it is an unexpected pass."""
+        return case in self.reasons
 
     def refusal(self, case: str) -> str | None:
-        """Why ``case`` is expected to be refused, or None when it is not listed."""
-        return None if self.refusals is None else self.refusals.get(case)
+        """Why ``case`` is expected to be refused (or may be), or None when it is not listed."""
+        if self.refusals is None:
+            return None
+        return self.refusals.get(case, self.may_refuse.get(case))
 
     def verdict(self, outcome: Outcome) -> Verdict:
         """What ``outcome`` means for the suite."""
         if outcome.status is Status.SKIPPED:
             return Verdict.SKIPPED
-        refusal = self.refusal(outcome.case)
         if outcome.status is Status.REFUSED:
-            tracked = self.refusals is not None and refusal is None
+            tracked = self.refusals is not None and self.refusal(outcome.case) is None
             return Verdict.UNEXPECTED_REFUSAL if tracked else Verdict.REFUSED
-        if refusal is not None:
+        if self.refusals is not None and outcome.case in self.refusals:
             return Verdict.UNEXPECTED_LOAD
-        listed = outcome.case in self.reasons
         if outcome.status is Status.PASS:
-            return Verdict.UNEXPECTED_PASS if listed else Verdict.PASS
-        return Verdict.EXPECTED if listed else Verdict.FAIL
+            return Verdict.UNEXPECTED_PASS if self.required(outcome.case) else Verdict.PASS
+        return Verdict.EXPECTED if self.reason(outcome.case) is not None else Verdict.FAIL
 
 
 def _reasons(table: object, where: str) -> dict[str, str]:

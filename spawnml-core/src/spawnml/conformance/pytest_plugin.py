@@ -5,7 +5,10 @@ runs that do not collect the suite are unaffected, and nothing here imports onnx
 suite's items are one per case: expected failures are ``xfail(strict=True)`` with their
 reason (so an unexpected pass fails), listed refusals and missing model files are skips
 with the message (a missing file fails instead under ``SPAWNML_REQUIRE_MODELS=1``); where
-the backend tracks refusals, an unlisted refusal and a listed one that loads fail.
+the backend tracks refusals, an unlisted refusal and a listed one that loads fail. With
+``--fallback NAME`` each case runs on the backend with NAME for the nodes it refuses, under both
+backends' expectations (:meth:`~spawnml.conformance.expectations.ExpectedFailures.with_fallback`):
+the fallback's failures are non-strict xfails.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import pytest
 from .case import KINDS, MODEL_KIND
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    from ..backend import Backend
     from .case import Case
     from .expectations import ExpectedFailures
 
@@ -35,6 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the installed SpawnML backend that `pytest --pyargs spawnml.conformance` checks",
     )
     group.addoption(
+        "--fallback",
+        metavar="NAME",
+        help="a second SpawnML backend for the nodes --backend refuses (e.g. cpu): the fallback lane",
+    )
+    group.addoption(
         "--conformance-kind",
         action="append",
         choices=KINDS,
@@ -43,44 +54,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def suite_params(backends: Iterable[str], kinds: Sequence[str] = KINDS) -> Iterator[Any]:
-    """``pytest.param(backend, case)`` for every case on every backend, marked as the backend says.
+def suite_params(
+    backends: Iterable[str], kinds: Sequence[str] = KINDS, fallback: str | None = None
+) -> Iterator[Any]:
+    """``pytest.param(backend, case)`` for every case on every backend, marked as the backend says
+    (and, with a ``fallback`` backend for the nodes it refuses, as both say).
 
     An unavailable backend gives one skipped param with its availability reason.
     """
-    from ..plugins import backends as installed
-    from ..plugins import not_loaded
-    from .expectations import ExpectedFailures
     from .suite import check_expectations, lane, load_cases
 
     cases: list[Case] | None = None
     for name in backends:
-        if name not in installed():
-            raise pytest.UsageError(
-                f"--backend {name!r} {not_loaded('backend', name)} (loaded backends: {sorted(installed())})"
-            )
-        backend = installed()[name]
-        status = backend.availability()
-        if not status.available:
-            yield pytest.param(name, None, id=name, marks=pytest.mark.skip(reason=f"{name}: {status.reason}"))
+        backend = _installed(name, "--backend")
+        lanes = [backend] if fallback is None else [backend, _installed(fallback, "--fallback")]
+        label = "+".join(b.name for b in lanes)
+        down = next((b for b in lanes if not b.availability().available), None)
+        if down is not None:
+            skip = pytest.mark.skip(reason=f"{down.name}: {down.availability().reason}")
+            yield pytest.param(name, None, id=label, marks=skip)
             continue
         cases = load_cases(kinds) if cases is None else cases
-        expected = ExpectedFailures.of_backend(backend)
-        check_expectations(expected, cases, kinds)
+        for each in lanes:
+            check_expectations(_expectations(each.name), cases, kinds)
+        expected = _expectations(name, fallback)
         for case in lane(backend, cases, expected):
             reason = expected.reason(case.name)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(name, case, id=f"{name}-{case.name}", marks=marks)
+            marks = [pytest.mark.xfail(strict=expected.required(case.name), reason=reason)] if reason else []
+            yield pytest.param(name, case, id=f"{label}-{case.name}", marks=marks)
 
 
-def check_case(backend: str, case: Case) -> None:
-    """Run ``case`` on ``backend`` as a pytest test: pass, fail, or skip with the message."""
-    from ..plugins import backends
+def _installed(name: str, option: str) -> Backend:
+    """The loaded backend ``name``; a usage error saying why it is not loaded otherwise."""
+    from ..plugins import backends, not_loaded
+
+    if name not in backends():
+        raise pytest.UsageError(
+            f"{option} {name!r} {not_loaded('backend', name)} (loaded backends: {sorted(backends())})"
+        )
+    return backends()[name]
+
+
+def check_case(backend: str, case: Case, fallback: str | None = None) -> None:
+    """Run ``case`` on ``backend`` (with ``fallback`` for the nodes it refuses, if given) as a
+    pytest test: pass, fail, or skip with the message."""
     from .expectations import Verdict
     from .runner import SpawnMLTarget, Status, run_case
 
-    expected = _expectations(backend, backends()[backend].expected_failures)  # type: ignore[arg-type]  # a path: hashable
-    outcome = run_case(case, SpawnMLTarget(backend))
+    expected = _expectations(backend, fallback)
+    outcome = run_case(case, SpawnMLTarget(backend, fallback))
     message = " ".join(outcome.message.split())  # one line in pytest's summary
     verdict = expected.verdict(outcome)
     if verdict is Verdict.UNEXPECTED_LOAD:
@@ -102,10 +124,22 @@ def check_case(backend: str, case: Case) -> None:
     pytest.fail(f"{outcome.status}: {outcome.message}", pytrace=False)
 
 
-@functools.cache
-def _expectations(backend: str, file: object) -> ExpectedFailures:
-    """The backend's expected failures and refusals, read once per backend and file."""
+def _expectations(backend: str, fallback: str | None = None) -> ExpectedFailures:
+    """The backend's expected failures and refusals, composed with the fallback's if given."""
     from ..plugins import backends
+
+    installed = backends()
+    expected = _read(installed[backend].expected_failures, backend)
+    if fallback is None:
+        return expected
+    return expected.with_fallback(_read(installed[fallback].expected_failures, fallback), fallback)
+
+
+@functools.cache
+def _read(file: Traversable | None, backend: str) -> ExpectedFailures:
+    """A backend's expectations file, read once per file (a checked-in path: hashable)."""
     from .expectations import ExpectedFailures
 
-    return ExpectedFailures.of_backend(backends()[backend])
+    return (
+        ExpectedFailures(source=f"{backend} declares none") if file is None else ExpectedFailures.read(file)
+    )

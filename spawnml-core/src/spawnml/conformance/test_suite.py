@@ -17,9 +17,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         skip = pytest.mark.skip(reason="run the conformance suite with --backend NAME")
         params = [pytest.param(None, None, id="no-backend", marks=skip)]
     else:
-        params = list(suite_params([backend], metafunc.config.getoption("conformance_kind") or KINDS))
+        kinds = metafunc.config.getoption("conformance_kind") or KINDS
+        params = list(suite_params([backend], kinds, metafunc.config.getoption("fallback")))
     metafunc.parametrize(("backend", "case"), params)
 
 
-def test_case(backend: str, case: Case) -> None:
-    check_case(backend, case)
+def test_case(backend: str, case: Case, request: pytest.FixtureRequest) -> None:
+    check_case(backend, case, request.config.getoption("fallback"))
