@@ -4,7 +4,8 @@
 of :mod:`.loops`: depthwise ones directly (3x3 ones on loops of their own, a flat one for small
 planes at stride 1), 1x1 ones as one GEMM per group on the input itself (float32 ones of one
 group on the register-tiled loop of :mod:`.tiles`, cut into spans of output channels over the
-threads when large),
+threads when large), the other float32 ones of a tile's rows of outputs per group as implicit
+GEMMs on that loop, reading the patches in place (:mod:`.conv_implicit`); of the others,
 stride-1 ones of few outputs (up to ``_BY_TAP_OUTPUTS``) as one GEMM of every kernel tap's
 weights by the input and a sum of its products at each window's places, the others as im2col +
 GEMM over tiles of output rows whose patches stay in cache. 1-D ones whose patches fit in 1 MiB
@@ -141,6 +142,14 @@ def _tiles() -> ModuleType:
 
 
 @functools.cache
+def _implicit() -> ModuleType:
+    """The implicit GEMMs on the register tile, imported on first use (they import numba)."""
+    from . import conv_implicit
+
+    return conv_implicit
+
+
+@functools.cache
 def _unbounded(dtype: np.dtype) -> tuple[np.floating, np.floating]:
     """The clamp of no bounds, in ``dtype``."""
     return dtype.type(-np.inf), dtype.type(np.inf)
@@ -264,6 +273,12 @@ def _convolve_2d(
             _pointwise_tiled(weights[0], x[:, 0], shift, low, high, extra, out, threads, activation)
         else:
             _pointwise(weights, x, shift if finish else None, low, high, extra, out, activation)
+        return y
+    if x.dtype == np.float32 and _implicit().fits(windows, outputs // group):
+        weights = np.ascontiguousarray(weights)
+        for n in range(batch):
+            extra = None if residual is None else residual[n]
+            _implicit().convolve(windows, x[n], weights, shift, low, high, extra, y[n], threads, activation)
         return y
     if group == 1 and outputs <= _BY_TAP_OUTPUTS and windows.strides == (1, 1):
         taps = math.prod(windows.kernel)  # every tap's weights, (KH * KW * M, C): a copy, once a call

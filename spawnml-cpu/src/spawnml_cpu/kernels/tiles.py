@@ -1,4 +1,4 @@
-"""Float32 matrix products for 1x1 convolutions, register-tiled in LLVM IR (through numba).
+"""Float32 matrix products for convolutions, register-tiled in LLVM IR (through numba).
 
 A 1x1 convolution of one image is ``y (M, P) = w (M, C) @ x (C, P)`` over P pixels. OpenBLAS
 copies both operands into its packed layout before each product; here each tile of ``ROWS``
@@ -9,6 +9,9 @@ stored, so no pass over the output follows. On one thread (AVX-512), from cache:
 against OpenBLAS's 94-103 on MobileNetV2's shapes; its 34 products one after another, inputs
 fresh in cache and weights not, with bias and clamp: 7.29 ms against 7.53; the whole network
 10.85 ms against 11.55 (median of 20 after 0.25 s of rest).
+
+Other convolutions read their patches in place the same way (:func:`gathered`): each row of the
+patch matrix, one per input channel and kernel tap, found in the input through a table of offsets.
 
 numba cannot hold vectors in registers across a loop (its arrays live in memory), so the tile
 is written in LLVM IR with ``<LANES x float>`` values and ``llvm.fma``, as a numba intrinsic.
@@ -105,16 +108,19 @@ class _Tile:
             self.builder.call(self.masked_store, [value, pointer, ir.Constant(_I32, 4), self.mask])
 
 
-def _tile(residual: bool) -> Callable:
-    """The intrinsic ``tile(w, x, y, extra, bias, depth, pixels, tail, low, high)``: ``y[r, :] =
-    clamp(sum over c < depth of w[r, c] * x[c, :] + bias[r] (+ extra[r, :] where ``residual``),
-    low, high)`` for ROWS rows r and VECTORS vectors of pixels, the last with ``tail`` lanes.
-    ``w``'s rows are ``depth`` elements apart, those of ``x``, ``y`` and ``extra`` ``pixels``;
-    the operands are given by their byte addresses."""
-    signature = types.void(*[types.int64] * 8, types.float32, types.float32)
+def _tile(residual: bool, gathered: bool = False) -> Callable:
+    """The intrinsic ``tile(w, x, y, extra, bias, depth, pixels, tail, low, high, offsets)``:
+    ``y[r, :] = clamp(sum over c < depth of w[r, c] * x[c, :] + bias[r] (+ extra[r, :] where
+    ``residual``), low, high)`` for ROWS rows r and VECTORS vectors of pixels, the last with
+    ``tail`` lanes. ``w``'s rows are ``depth`` elements apart, those of ``y`` and ``extra``
+    ``pixels``; row c of ``x`` is ``pixels * c`` elements past ``x``, or where ``gathered``,
+    ``offsets[c]`` elements (``offsets``: int64): a convolution's rows of patches read in place
+    from its input, one per channel and kernel tap. The operands are given by their byte
+    addresses."""
+    signature = types.void(*[types.int64] * 8, types.float32, types.float32, types.int64)
 
     def codegen(context, builder, sig, args):
-        w, x, y, extra, bias, depth, pixels, tail, low, high = args
+        w, x, y, extra, bias, depth, pixels, tail, low, high, offsets = args
         tile = _Tile(builder, tail)
         entry = builder.basic_block
         loop = builder.append_basic_block("tile.channels")
@@ -127,7 +133,12 @@ def _tile(residual: bool) -> Callable:
         sums = [builder.phi(_VEC) for _ in range(ROWS * VECTORS)]
         for total in sums:
             total.add_incoming(ir.Constant(_VEC, [0.0] * LANES), entry)
-        inputs = [tile.load(tile.vector_at(x, channel, pixels, v), v) for v in range(VECTORS)]
+        if gathered:
+            step = builder.add(offsets, builder.mul(channel, ir.Constant(_I64, 8)))
+            row = builder.load(builder.inttoptr(step, _I64.as_pointer()), align=8)
+            inputs = [tile.load(tile.vector_at(x, row, ir.Constant(_I64, 1), v), v) for v in range(VECTORS)]
+        else:
+            inputs = [tile.load(tile.vector_at(x, channel, pixels, v), v) for v in range(VECTORS)]
         updated = []
         for row in range(ROWS):
             weight = tile.scalar(tile.at(w, builder.add(builder.mul(ir.Constant(_I64, row), depth), channel)))
@@ -155,7 +166,7 @@ def _tile(residual: bool) -> Callable:
                 tile.store(value, tile.vector_at(y, index, pixels, v), v)
         return context.get_dummy_value()
 
-    def tile(typingctx, w, x, y, extra, bias, depth, pixels, tail, low, high):
+    def tile(typingctx, w, x, y, extra, bias, depth, pixels, tail, low, high, offsets):
         return signature, codegen
 
     return intrinsic(tile)
@@ -163,6 +174,7 @@ def _tile(residual: bool) -> Callable:
 
 _TILE = _tile(residual=False)
 _TILE_WITH_RESIDUAL = _tile(residual=True)
+_TILE_GATHERED = _tile(residual=False, gathered=True)
 
 
 def fits(outputs: int, depth: int, pixels: int) -> bool:
@@ -203,7 +215,7 @@ def pointwise(
             start = 4 * (row * pixels + column)  # of the tile's outputs, in bytes
             weights, inputs, shifts = w_at + 4 * row * depth, x_at + 4 * column, bias_at + 4 * row
             if residual is None:
-                _TILE(weights, inputs, y_at + start, 0, shifts, depth, pixels, tail, low32, high32)
+                _TILE(weights, inputs, y_at + start, 0, shifts, depth, pixels, tail, low32, high32, 0)
             else:
                 _TILE_WITH_RESIDUAL(
                     weights,
@@ -216,7 +228,45 @@ def pointwise(
                     tail,
                     low32,
                     high32,
+                    0,
                 )
             if activation[0] != NONE:  # (a tile moved back recomputes its sums, so none is activated twice)
                 for r in range(row, row + ROWS):
                     activate(y[r], column, column + span, activation)
+
+
+@numba.njit(nogil=True, cache=True)
+def gathered(w: np.ndarray, x: np.ndarray, offsets: np.ndarray, y: np.ndarray, band: int) -> None:
+    """``y[m, p] = sum over j of w[m, j] * x[offsets[j] + p]``: ``w (M, D)``, ``y (M, P)`` and
+    ``offsets (D,)`` (int64) C-contiguous, shapes as :func:`fits` takes, every
+    ``offsets[j] + p`` inside ``x`` (flat float32). A convolution's product read in place from
+    its input (see :mod:`.conv_implicit`), with no patches copied.
+
+    The pixels go in bands of ``band`` tiles: every tile's rows of weights then run over the
+    band's pixels while the input rows they read stay in cache."""
+    outputs, depth = w.shape
+    pixels = y.shape[1]
+    span = min(pixels, WIDTH)
+    tail = span - (VECTORS - 1) * LANES
+    zeros = np.zeros(ROWS, np.float32)
+    unbounded = np.float32(np.inf)
+    w_at, x_at, y_at, table = w.ctypes.data, x.ctypes.data, y.ctypes.data, offsets.ctypes.data
+    for start in range(0, pixels, band * span):
+        stop = min(start + band * span, pixels)
+        for top in range(0, outputs, ROWS):
+            row = min(top, outputs - ROWS)
+            for first in range(start, stop, span):
+                column = min(first, pixels - span)
+                _TILE_GATHERED(
+                    w_at + 4 * row * depth,
+                    x_at + 4 * column,
+                    y_at + 4 * (row * pixels + column),
+                    0,
+                    zeros.ctypes.data,
+                    depth,
+                    pixels,
+                    tail,
+                    -unbounded,
+                    unbounded,
+                    table,
+                )
