@@ -328,12 +328,13 @@ def test_pointwise_gives_equal_channels_equal_bits_on_any_thread_count():
     np.testing.assert_allclose(answers[0], _run_both(model, feeds)[1], rtol=1e-4, atol=1e-1)
 
 
-#: Convolutions with two threads available, and whether each is cut over them: im2col ones from
-#: MIN_SPLIT_PRODUCT multiply-adds an image on (spans of output rows), depthwise ones from
+#: Convolutions with two threads available, and whether each is cut over them: float32 implicit
+#: GEMMs (conv_implicit) and im2col ones from MIN_SPLIT_PRODUCT multiply-adds an image on (spans of
+#: output rows, or of output channels where the rows are few), depthwise ones from
 #: MIN_SPLIT_DEPTHWISE outputs times taps (spans of channels), float32 1x1 ones of one group from
 #: BLAS_THREADS_WORK (spans of channels on the tiled loop). Other 1x1 ones and those of products by
-#: kernel tap are never cut: their GEMMs run on BLAS's threads from BLAS_THREADS_WORK multiply-adds
-#: an image on.
+#: kernel tap (float64) are never cut: their GEMMs run on BLAS's threads from BLAS_THREADS_WORK
+#: multiply-adds an image on.
 SPLIT_CASES = {
     "depthwise-small": ((2, 32, 56, 56), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}, False),
     "depthwise-multiplier-strided": ((2, 16, 81, 73), (32, 1, 3, 3), {"group": 16, "strides": [2, 2]}, False),
@@ -344,7 +345,7 @@ SPLIT_CASES = {
     "pointwise": ((2, 64, 56, 56), (97, 64, 1, 1), {}, True),
     "pointwise-grouped": ((1, 128, 56, 56), (128, 64, 1, 1), {"group": 2}, False),
     "im2col-tiles": ((2, 32, 64, 60), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
-    "by-tap": ((2, 32, 64, 60), (24, 32, 3, 3), {"pads": [1, 1, 1, 1]}, False),
+    "implicit-few-outputs": ((2, 32, 64, 60), (24, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "im2col-few-rows": ((1, 256, 6, 12), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "im2col-grouped": (
         (1, 48, 129, 120),
