@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -42,6 +43,16 @@ class EmptyOptional:
 #: The one empty optional, returned to callers as ``None`` (as onnxruntime does).
 EMPTY_OPTIONAL: Final = EmptyOptional()
 
+
+class _Capturing(threading.local):
+    """The recorder of the step being captured on this thread (``spawnml.autograd.capture``), told
+    of the tensors made, written and read on the host while it records; None when nothing records."""
+
+    recorder: Any = None
+
+
+#: Per thread, as torch's grad mode: a capture on one thread does not see another's tensors.
+capturing: Final = _Capturing()
 
 _Dims = builtins.int | Sequence[builtins.int] | None
 
@@ -267,6 +278,8 @@ class Tensor(_Methods):
         self.grad_fn: Any = None
         if requires_grad:
             self.requires_grad = True
+        if capturing.recorder is not None:
+            capturing.recorder.created(self)
 
     @classmethod
     def from_numpy(cls, array: Any, device: str = "cpu") -> Tensor:
@@ -320,16 +333,22 @@ class Tensor(_Methods):
             raise AutogradError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
-        return self._backend.to_numpy(self._buffer)
+        return self._host()
 
     def item(self) -> Any:
         """The one element as a Python number."""
         if self.numel() != 1:
             raise InvalidArgumentError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._backend.to_numpy(self._buffer).reshape(()).item()
+        return self._host().reshape(()).item()
 
     def tolist(self) -> Any:
-        return self._backend.to_numpy(self._buffer).tolist()
+        return self._host().tolist()
+
+    def _host(self) -> np.ndarray:
+        """The data read back to the host (which a step being captured may refuse)."""
+        if capturing.recorder is not None:
+            capturing.recorder.host_read(self)
+        return self._backend.to_numpy(self._buffer)
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """This tensor on another device and/or of another element type (itself when nothing changes);
@@ -381,6 +400,8 @@ class Tensor(_Methods):
     @data.setter
     def data(self, value: Tensor) -> None:
         self._buffer, self._backend = value._buffer, value._backend
+        if capturing.recorder is not None:
+            capturing.recorder.rebound(self)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` on backward."""
@@ -442,6 +463,8 @@ class Tensor(_Methods):
             self._buffer = value._buffer
         else:
             self._backend.assign(self._buffer, value._buffer)
+        if capturing.recorder is not None:
+            capturing.recorder.replaced(self, value, rebind)
         self._version += 1
         if value.grad_fn is not None:
             self.grad_fn, self._output_nr, self._requires_grad = value.grad_fn, value._output_nr, True
@@ -449,7 +472,7 @@ class Tensor(_Methods):
 
     # Host and DLPack exchange.
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        array = self._backend.to_numpy(self._buffer)
+        array = self._host()
         return array if dtype is None else array.astype(dtype, copy=False)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:

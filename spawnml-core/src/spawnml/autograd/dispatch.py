@@ -7,7 +7,7 @@ the backend's table. A backend that runs the forward and backward operators can 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..ir import Node
 from ..ops.schema import OpSchema
-from ..tensor import Tensor
+from ..tensor import Tensor, capturing
 
 #: The opset eager operations are written against, per domain (others: 1).
 OPSETS = {"": 21}
@@ -45,6 +45,7 @@ def run(
     *,
     outputs: int = 1,
     domain: str = "",
+    refresh: Callable[[], dict[str, Any]] | None = None,
     **attrs: Any,
 ):
     """``op_type`` applied to ``inputs`` (``None`` for omitted optional inputs) on their backend,
@@ -52,8 +53,12 @@ def run(
 
     Returns one :class:`Tensor`, or a tuple of ``outputs`` tensors (``None`` where the kernel
     produced nothing). The result does not track gradients; :class:`~spawnml.autograd.Function`
-    subclasses do that.
+    subclasses do that. ``refresh`` gives the attributes that change from step to step (an
+    optimizer's step count and learning rate): called now, and again on each replay of a
+    captured step.
     """
+    if refresh is not None:
+        attrs.update(refresh())
     backend = device_of(inputs)
     opset = OPSETS.get(domain, 1)
     schema, spec = _resolve(backend, domain, op_type, opset)
@@ -80,6 +85,8 @@ def run(
     except Exception as error:
         raise ExecutionError(node.label(), op_type, backend.name, error) from error
     results = tuple(result) if isinstance(result, tuple | list) else (result,)
+    if capturing.recorder is not None:
+        capturing.recorder.kernel(spec.fn, ctx, inputs, results, refresh)
     wrapped = tuple(None if r is None else Tensor(r, backend) for r in results)
     return wrapped[0] if outputs == 1 else wrapped
 
@@ -88,6 +95,38 @@ def constant(values: Any, like: Tensor, dtype: Any = None) -> Tensor:
     """A small host array (axes, shapes, scalars) placed on ``like``'s device."""
     array = np.asarray(values, dtype=dtype if dtype is not None else like.dtype)
     return Tensor(like.backend.from_numpy(array), like.backend)
+
+
+def drawn(draw: Callable[[], np.ndarray], like: Tensor) -> Tensor:
+    """A host array made by ``draw`` from the random generator (a dropout mask), of ``like``'s type
+    and on its device; a captured step draws it again on each replay."""
+    recorder = capturing.recorder
+    if recorder is None:
+        return constant(draw(), like)
+    with recorder.drawing():
+        made = constant(draw(), like)
+    recorder.upload(draw, made)
+    return made
+
+
+def check(test: Callable[..., None], tensor: Tensor, *args: Any) -> None:
+    """Run ``test(tensor, *args)``, which reads ``tensor`` on the host to validate it (index ranges)
+    and raises; a captured step runs it again on each replay."""
+    recorder = capturing.recorder
+    if recorder is None:
+        test(tensor, *args)
+        return
+    with recorder.reading():
+        test(tensor, *args)
+    recorder.check(test, tensor, args)
+
+
+def moved(x: Tensor, target: Backend) -> Tensor:
+    """``x``'s data copied onto the ``target`` backend, through the host."""
+    result = Tensor(target.from_numpy(x.backend.to_numpy(x.buffer)), target)
+    if capturing.recorder is not None:
+        capturing.recorder.transfer(x, result)
+    return result
 
 
 @cache

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import AutogradError
-from ..tensor import Tensor
+from ..tensor import Tensor, capturing
 from .mode import is_grad_enabled, no_grad
 
 #: Where a gradient flows next: the node and which of its outputs, or None for no gradient.
@@ -46,6 +46,8 @@ class AccumulateGrad(GraphNode):
     def apply(self, grads: Sequence[Tensor | None]) -> Sequence[Tensor | None]:
         (grad,) = grads
         if grad is not None:
+            if self.leaf.grad is not None and capturing.recorder is not None:
+                capturing.recorder.accumulating(self.leaf)
             grad = grad if is_grad_enabled() else grad.detach()  # create_graph keeps its history
             self.leaf.grad = grad if self.leaf.grad is None else self.leaf.grad + grad
         return ()

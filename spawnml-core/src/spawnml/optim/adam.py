@@ -52,21 +52,12 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = zeros_like(param)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
-        state["step"] += 1
-        beta1, beta2 = group["betas"]
         fused_step(
             "AdamStep",
             param,
             grad,
             [state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq")],
-            lr=float(group["lr"]),
-            beta1=float(beta1),
-            beta2=float(beta2),
-            eps=float(group["eps"]),
-            weight_decay=float(group["weight_decay"]),
-            step=int(state["step"]),
-            decoupled_weight_decay=int(group["decoupled_weight_decay"]),
-            maximize=int(group["maximize"]),
+            lambda: _attributes(group, state),
         )
 
 
@@ -87,3 +78,19 @@ class AdamW(Adam):
         super().__init__(
             params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True
         )
+
+
+def _attributes(group: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The ``AdamStep`` attributes of the next step (whose count this advances)."""
+    state["step"] += 1
+    beta1, beta2 = group["betas"]
+    return {
+        "lr": float(group["lr"]),
+        "beta1": float(beta1),
+        "beta2": float(beta2),
+        "eps": float(group["eps"]),
+        "weight_decay": float(group["weight_decay"]),
+        "step": int(state["step"]),
+        "decoupled_weight_decay": int(group["decoupled_weight_decay"]),
+        "maximize": int(group["maximize"]),
+    }

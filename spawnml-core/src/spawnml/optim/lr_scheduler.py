@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..tensor import capturing
 from .optimizer import Optimizer
 
 
@@ -39,7 +40,10 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def step(self) -> None:
-        """Advance one epoch (or iteration) and set the groups' learning rates."""
+        """Advance one epoch (or iteration) and set the groups' learning rates (again on each replay
+        of a captured step that calls it)."""
+        if capturing.recorder is not None:
+            capturing.recorder.host_call(self.step)
         self.last_epoch += 1
         for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
             group["lr"] = lr

@@ -122,11 +122,15 @@ def _on_device_of(value: Any, param: Tensor) -> Any:
 
 
 def fused_step(
-    op: str, param: Tensor, grad: Tensor, state: list[Tensor | None], **attrs: Any
+    op: str, param: Tensor, grad: Tensor, state: list[Tensor | None], attrs: Callable[[], dict[str, Any]]
 ) -> tuple[Tensor | None, ...]:
     """Run the fused ``op`` on ``param``, ``grad`` and ``state``, write the results back into them
-    in place, and return the outputs (a state entry given as ``None`` is returned, not written)."""
-    outputs = run(op, [param, grad, *state], outputs=1 + len(state), domain=DOMAIN, **attrs)
+    in place, and return the outputs (a state entry given as ``None`` is returned, not written).
+
+    ``attrs`` advances the per-parameter step count and gives the operator's attributes from the
+    group's current hyperparameters; a captured step calls it again on each replay.
+    """
+    outputs = run(op, [param, grad, *state], outputs=1 + len(state), domain=DOMAIN, refresh=attrs)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     for target, value in zip([param, *state], outputs, strict=True):
         if target is not None and value is not None:

@@ -53,16 +53,23 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = zeros_like(param)
             if group["centered"]:
                 state["grad_avg"] = zeros_like(param)
-        state["step"] += 1
         fused_step(
             "RMSpropStep",
             param,
             grad,
             [state["square_avg"], state.get("momentum_buffer"), state.get("grad_avg")],
-            lr=float(group["lr"]),
-            alpha=float(group["alpha"]),
-            eps=float(group["eps"]),
-            weight_decay=float(group["weight_decay"]),
-            momentum=float(group["momentum"]),
-            maximize=int(group["maximize"]),
+            lambda: _attributes(group, state),
         )
+
+
+def _attributes(group: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The ``RMSpropStep`` attributes of the next step (whose count this advances)."""
+    state["step"] += 1
+    return {
+        "lr": float(group["lr"]),
+        "alpha": float(group["alpha"]),
+        "eps": float(group["eps"]),
+        "weight_decay": float(group["weight_decay"]),
+        "momentum": float(group["momentum"]),
+        "maximize": int(group["maximize"]),
+    }

@@ -49,12 +49,14 @@ class SGD(Optimizer):
             param,
             grad,
             [buffer] if momentum else [],
-            lr=float(group["lr"]),
-            momentum=float(momentum),
-            dampening=float(group["dampening"]),
-            weight_decay=float(group["weight_decay"]),
-            nesterov=int(group["nesterov"]),
-            maximize=int(group["maximize"]),
+            lambda: {
+                "lr": float(group["lr"]),
+                "momentum": float(group["momentum"]),
+                "dampening": float(group["dampening"]),
+                "weight_decay": float(group["weight_decay"]),
+                "nesterov": int(group["nesterov"]),
+                "maximize": int(group["maximize"]),
+            },
         )
         if momentum and buffer is None:
             state["momentum_buffer"] = outputs[1]

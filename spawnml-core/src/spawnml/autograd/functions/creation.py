@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...tensor import Tensor, backend_named
+from ...tensor import Tensor, backend_named, capturing
 from .promotion import DEFAULT_FLOAT, DEFAULT_INT
 
 _generator = np.random.default_rng()
@@ -21,6 +21,8 @@ def manual_seed(seed: int) -> None:
 
 def generator() -> np.random.Generator:
     """The generator random operations draw from."""
+    if capturing.recorder is not None:
+        capturing.recorder.random_draw()
     return _generator
 
 
@@ -132,13 +134,13 @@ def arange(
 def rand(*size: Any, dtype: Any = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     chosen = np.dtype(dtype or DEFAULT_FLOAT)
-    return _place(_generator.random(_sizes(size)).astype(chosen), device, requires_grad)
+    return _place(generator().random(_sizes(size)).astype(chosen), device, requires_grad)
 
 
 def randn(*size: Any, dtype: Any = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
     chosen = np.dtype(dtype or DEFAULT_FLOAT)
-    return _place(_generator.standard_normal(_sizes(size)).astype(chosen), device, requires_grad)
+    return _place(generator().standard_normal(_sizes(size)).astype(chosen), device, requires_grad)
 
 
 def randint(
@@ -155,9 +157,9 @@ def randint(
     elif high is None:
         low, high = 0, low
     return _place(
-        _generator.integers(low, high, tuple(size)).astype(np.dtype(dtype or DEFAULT_INT)), device, False
+        generator().integers(low, high, tuple(size)).astype(np.dtype(dtype or DEFAULT_INT)), device, False
     )
 
 
 def randperm(n: int, *, dtype: Any = None, device: str = "cpu") -> Tensor:
-    return _place(_generator.permutation(n).astype(np.dtype(dtype or DEFAULT_INT)), device, False)
+    return _place(generator().permutation(n).astype(np.dtype(dtype or DEFAULT_INT)), device, False)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import constant
+from ..dispatch import drawn
 from .creation import generator
 
 
@@ -17,9 +17,11 @@ def _check(p: float) -> None:
 
 
 def _dropped(input: Tensor, p: float, mask_shape: tuple[int, ...], inplace: bool) -> Tensor:
-    keep = generator().random(mask_shape) >= p
-    scale = np.where(keep, 1 / (1 - p), 0.0) if p < 1 else np.zeros(mask_shape)
-    mask = constant(scale, input)
+    def draw() -> np.ndarray:
+        keep = generator().random(mask_shape) >= p
+        return np.where(keep, 1 / (1 - p), 0.0) if p < 1 else np.zeros(mask_shape)
+
+    mask = drawn(draw, input)
     return input.mul_(mask) if inplace else input * mask
 
 

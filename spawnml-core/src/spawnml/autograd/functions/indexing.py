@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import constant, run
+from ..dispatch import check, constant, run
 from ..function import BackwardNode, Function
 from .compare import where
 from .creation import full, zeros
@@ -53,12 +53,15 @@ def _check_index(name: str, input: Tensor, dim: int, index: Tensor) -> int:
     if index.dtype != DEFAULT_INT:
         raise InvalidArgumentError(f"{name}(): Expected dtype int64 for index")
     axis = normalize_dims(dim, input.ndim)[0]
+    check(_check_in_bounds, index, axis, input.shape[axis] if input.ndim else 1)
+    return axis
+
+
+def _check_in_bounds(index: Tensor, axis: int, size: int) -> None:
     values = index.numpy()
-    size = input.shape[axis] if input.ndim else 1
     if values.size and (values.min() < 0 or values.max() >= size):
         bad = values[(values < 0) | (values >= size)].flat[0]
         raise InvalidArgumentError(f"index {bad} is out of bounds for dimension {axis} with size {size}")
-    return axis
 
 
 class Gather(Function):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
+from ..dispatch import check
 from ..function import BackwardNode, Function
 from .activation import logsigmoid
 from .arith import abs, exp, log
@@ -96,7 +97,7 @@ def _target_weights(
     """Where each target class is in ``input`` (nowhere for ignored targets), and each target's
     weight (0 when ignored)."""
     classes = input.shape[class_dim]
-    _check_in_range(target, classes, ignore_index)
+    check(_check_in_range, target, classes, ignore_index)
     kept = target != ignore_index
     chosen = logical_and(class_mask(target, classes, class_dim), unsqueeze(kept, class_dim))
     if weight is None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor, backend_named
-from ..dispatch import constant, run
+from ..dispatch import constant, moved, run
 from ..function import BackwardNode, Function
 from .promotion import DEFAULT_INT, cast
 from .reduce import normalize_dims
@@ -158,8 +158,7 @@ class ToDevice(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, device: str) -> Tensor:
         ctx.source = x.device
-        target = backend_named(device)
-        return Tensor(target.from_numpy(x.backend.to_numpy(x.buffer)), target)
+        return moved(x, backend_named(device))
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
