@@ -23,8 +23,6 @@ import pytest
 from .case import KINDS, MODEL_KIND
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
-
     from ..backend import Backend
     from .case import Case
     from .expectations import ExpectedFailures
@@ -126,20 +124,23 @@ def check_case(backend: str, case: Case, fallback: str | None = None) -> None:
 
 def _expectations(backend: str, fallback: str | None = None) -> ExpectedFailures:
     """The backend's expected failures and refusals, composed with the fallback's if given."""
-    from ..plugins import backends
-
-    installed = backends()
-    expected = _read(installed[backend].expected_failures, backend)
+    expected = _read(backend, _file_of(backend))
     if fallback is None:
         return expected
-    return expected.with_fallback(_read(installed[fallback].expected_failures, fallback), fallback)
+    return expected.with_fallback(_read(fallback, _file_of(fallback)), fallback)
+
+
+def _file_of(backend: str) -> str:
+    """Where the backend's expected-failures file is: what :func:`_read` caches by."""
+    from ..plugins import backends
+
+    return str(backends()[backend].expected_failures)
 
 
 @functools.cache
-def _read(file: Traversable | None, backend: str) -> ExpectedFailures:
-    """A backend's expectations file, read once per file (a checked-in path: hashable)."""
+def _read(backend: str, file: str) -> ExpectedFailures:
+    """A backend's expectations, read once per backend and file (``file`` only keys the cache)."""
+    from ..plugins import backends
     from .expectations import ExpectedFailures
 
-    return (
-        ExpectedFailures(source=f"{backend} declares none") if file is None else ExpectedFailures.read(file)
-    )
+    return ExpectedFailures.of_backend(backends()[backend])
