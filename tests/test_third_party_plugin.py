@@ -8,8 +8,6 @@ are checked against numpy in float64 and against the CPU backend.
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,10 +25,6 @@ from spawnml.ir import Graph
 from spawnml.planner import Transfer
 from spawnml_example.backend import ExampleBuffer
 from spawnml_example.exgraph import MAGIC
-
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "tests/plugins/spawnml-example-plugin"
-GUIDE = ROOT / "docs/writing-a-plugin.md"
 
 RNG = np.random.default_rng(5)
 X = RNG.standard_normal((3, 4)).astype(np.float32) * 3
@@ -224,18 +218,3 @@ def test_plugin_module_registered_on_a_bare_manager_runs_a_model(monkeypatch):
     (got,) = session.run(None, {"x": X})
     want = X.astype(np.float64) / (1 + np.exp(-0.5 * X.astype(np.float64)))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-
-
-def test_every_guide_snippet_is_the_packages_or_this_files_code():
-    files = [*PACKAGE.rglob("*.py"), PACKAGE / "pyproject.toml", Path(__file__)]
-    sources = [unindented(path.read_text(encoding="utf-8")) for path in files]
-    guide = GUIDE.read_text(encoding="utf-8")
-    snippets = re.findall(r"```(?:python|toml)\n(.*?)```", guide, flags=re.DOTALL)
-    assert len(snippets) >= 6
-    for snippet in snippets:
-        assert any(unindented(snippet) in source for source in sources), snippet
-
-
-def unindented(text: str) -> str:
-    """``text`` with each line's leading whitespace removed, so excerpts may be dedented."""
-    return "\n".join(line.lstrip() for line in text.splitlines())

@@ -3,9 +3,10 @@ language (WGSL, OpenCL C, CUDA C) and compiles it on first use."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from spawnml.backend import KernelContext
+from spawnml.gpu import DeviceArray, GPUBackend
 from spawnml.kernel import Buffer, ReadBuffer, exp, f32, global_id, kernel, select, u32
 
 
@@ -28,10 +29,9 @@ def mish(x: ReadBuffer[f32], out: Buffer[f32], n: u32, width: u32):
 MISH_F32 = mish.specialize()
 
 
-def mish_gpu(ctx: KernelContext, x: Any) -> Any:
-    """Launch :data:`MISH_F32` on a GPU backend (a :class:`spawnml.gpu.GPUBackend`): one thread
-    per element of ``x``, a device tensor of float32."""
-    backend: Any = ctx.backend
+def mish_gpu(ctx: KernelContext, x: DeviceArray) -> DeviceArray:
+    """Launch :data:`MISH_F32` with one thread per element of ``x``, a float32 device tensor."""
+    backend = cast(GPUBackend, ctx.backend)  # registered for the GPU backends only
     out = backend.empty(x.shape, x.dtype)
     backend.launch_flat(MISH_F32, [x, out], x.size)
     return out
