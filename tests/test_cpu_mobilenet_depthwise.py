@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 import torch
 from onnx import TensorProto, helper
-from threadpoolctl import threadpool_limits
 
 from tests.unoptimized import run_onnxruntime, run_spawnml
 
@@ -85,8 +84,7 @@ def test_mobilenet_depthwise_layers_match_onnxruntime(channels, size, stride, th
     x_shape = (2, channels, size, size)
     model, w_shape = _model("FusedConv", x_shape, 1, attrs, TensorProto.FLOAT)
     feeds = _feeds(x_shape, w_shape, np.float32, seed=channels + stride)
-    with threadpool_limits(threads, user_api="blas"):
-        ours = run_spawnml(model, feeds)
+    ours = run_spawnml(model, feeds, threads=threads)
     reference = run_onnxruntime(model, feeds)
     assert ours.shape == reference.shape == (2, channels, size // stride, size // stride)
     assert ours.flags.c_contiguous

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 from onnx import TensorProto, helper
-from threadpoolctl import threadpool_limits
 
 from tests.unoptimized import run_onnxruntime, run_spawnml
 
@@ -40,8 +39,7 @@ def _model(rank: int, elem: int) -> bytes:
 
 
 def _ours(model: bytes, x: np.ndarray, threads: int = 1) -> np.ndarray:
-    with threadpool_limits(threads, user_api="blas"):
-        return run_spawnml(model, {"x": x})
+    return run_spawnml(model, {"x": x}, threads=threads)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

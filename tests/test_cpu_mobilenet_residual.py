@@ -17,7 +17,6 @@ import pytest
 import spawnml
 import torch
 from onnx import TensorProto, helper, numpy_helper
-from threadpoolctl import threadpool_limits
 
 from tests.unoptimized import run_onnxruntime, run_spawnml
 
@@ -127,8 +126,7 @@ def test_residual_on_two_threads_matches_onnxruntime(name, threads):
     x_shape, w_shape, attrs = SPLIT_PATHS[name]
     model = _fused_conv_model(x_shape, w_shape, {**attrs, "activation": "Relu"})
     feeds = _feeds(x_shape, w_shape, attrs, np.float32, seed=3)
-    with threadpool_limits(threads, user_api="blas"):
-        ours = run_spawnml(model, feeds)
+    ours = run_spawnml(model, feeds, threads=threads)
     np.testing.assert_allclose(ours, run_onnxruntime(model, feeds), **TOLERANCE)
 
 

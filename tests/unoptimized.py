@@ -8,8 +8,11 @@ import onnxruntime as ort
 import spawnml
 
 
-def run_spawnml(model: bytes, feeds: dict[str, np.ndarray], level: str = "disable") -> np.ndarray:
-    options = spawnml.SessionOptions(graph_optimization_level=level)
+def run_spawnml(
+    model: bytes, feeds: dict[str, np.ndarray], level: str = "disable", threads: int = 0
+) -> np.ndarray:
+    """The output on ``threads`` threads (0: the backend's default)."""
+    options = spawnml.SessionOptions(graph_optimization_level=level, intra_op_num_threads=threads)
     (output,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
     return output
 

@@ -117,8 +117,8 @@ def _model(op: str, x_shape, w_shape, attrs: dict, elem: int, domain: str = "") 
     return helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString()
 
 
-def _run_both(model: bytes, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    options = spawnml.SessionOptions(graph_optimization_level="disable")
+def _run_both(model: bytes, feeds: dict[str, np.ndarray], threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    options = spawnml.SessionOptions(graph_optimization_level="disable", intra_op_num_threads=threads)
     (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
     reference_options = ort.SessionOptions()
     reference_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -294,15 +294,13 @@ POINTWISE_PATHS = {
 @pytest.mark.parametrize("name", sorted(POINTWISE_PATHS))
 def test_pointwise_takes_the_tiled_loop_of_one_group_and_float32(name, monkeypatch):
     from spawnml_cpu.kernels import tiles
-    from threadpoolctl import threadpool_limits
 
     (x_shape, w_shape, attrs), threads, channels = POINTWISE_PATHS[name]
     calls: list[int] = []
     pointwise = tiles.pointwise
     monkeypatch.setattr(tiles, "pointwise", lambda w, *args: calls.append(len(w)) or pointwise(w, *args))
     model = _model("Conv", x_shape, w_shape, attrs, TensorProto.FLOAT)
-    with threadpool_limits(threads, user_api="blas"):
-        ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32))
+    ours, reference = _run_both(model, _feeds(x_shape, w_shape, np.float32), threads)
     assert sorted(calls) == sorted(channels)
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)
 
@@ -310,18 +308,15 @@ def test_pointwise_takes_the_tiled_loop_of_one_group_and_float32(name, monkeypat
 def test_pointwise_gives_equal_channels_equal_bits_on_any_thread_count():
     """Equal weight rows give bit-equal output channels, and the same bits on one and two threads
     (a Softmax of large equal logits turns an ulp apart into zeros)."""
-    from threadpoolctl import threadpool_limits
-
     x_shape, w_shape = (1, 512, 13, 13), (1000, 512, 1, 1)
     feeds = _feeds(x_shape, w_shape, np.float32)
     feeds["w"][:] = feeds["w"][:1] * np.float32(1e3)
     feeds["b"][:] = feeds["b"][0]
     model = _model("Conv", x_shape, w_shape, {}, TensorProto.FLOAT)
-    session = spawnml.InferenceSession(model, providers=["cpu"])
     answers = []
     for threads in (1, 2):
-        with threadpool_limits(threads, user_api="blas"):
-            (y,) = session.run(None, feeds)
+        options = spawnml.SessionOptions(intra_op_num_threads=threads)
+        (y,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
         assert (y == y[:, :1]).all()
         answers.append(y)
     np.testing.assert_array_equal(*answers)
@@ -362,7 +357,6 @@ def test_conv_on_two_threads_matches_onnxruntime(name, fused, monkeypatch):
     """Each case also takes the path it names (cut or whole), so that the comparison covers it;
     FusedConv's bias and Clip are applied by each part to its own span."""
     from spawnml_cpu.kernels import threads
-    from threadpoolctl import threadpool_limits
 
     x_shape, w_shape, attrs, split = SPLIT_CASES[name]
     cuts: list[int] = []
@@ -376,7 +370,6 @@ def test_conv_on_two_threads_matches_onnxruntime(name, fused, monkeypatch):
     model = _model(
         "FusedConv" if fused else "Conv", x_shape, w_shape, attrs, TensorProto.FLOAT, MS if fused else ""
     )
-    with threadpool_limits(2, user_api="blas"):
-        ours, reference = _run_both(model, feeds)
+    ours, reference = _run_both(model, feeds, threads=2)
     assert bool(cuts) == split and all(parts > 1 for parts in cuts)
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4)

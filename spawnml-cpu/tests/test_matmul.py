@@ -10,7 +10,6 @@ import pytest
 import spawnml
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 from spawnml_cpu.kernels.threads import BLAS_THREADS_WORK
-from threadpoolctl import threadpool_limits
 
 RTOL, ATOL = 1e-5, 1e-4
 #: name: (A shape, B shape, whether BLAS's threads take it). MiniLM's products at batch 1 x 128
@@ -43,8 +42,8 @@ def _model(node: NodeProto, inputs: dict[str, tuple[int, ...]], weight: np.ndarr
 
 
 def _run_both(model: bytes, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    with threadpool_limits(2, user_api="blas"):
-        (ours,) = spawnml.InferenceSession(model, providers=["cpu"]).run(None, feeds)
+    options = spawnml.SessionOptions(intra_op_num_threads=2)
+    (ours,) = spawnml.InferenceSession(model, options, providers=["cpu"]).run(None, feeds)
     (reference,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     return ours, reference
 

@@ -1,6 +1,7 @@
-"""The CPU backend's threads: split loops run every part once and pass errors on; BLAS runs on one
-thread for small GEMMs and as the caller set it otherwise, and is put back afterwards; the pool
-threads and OpenBLAS's keep off the caller's CPU."""
+"""The CPU backend's threads: as many as the session's ``intra_op_num_threads``, else the CPUs the
+process may use, whatever BLAS is set to; split loops run every part once and pass errors on; BLAS
+runs on one thread for small GEMMs and on the backend's count otherwise, and is put back afterwards;
+the pool threads and OpenBLAS's keep off the caller's CPU, OpenBLAS's only while a product runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 import time
 
 import pytest
+from spawnml.threads import intra_op
 from spawnml_cpu.kernels import workers
 from spawnml_cpu.kernels.threads import (
     BLAS_THREADS_WORK,
@@ -24,18 +26,21 @@ from spawnml_cpu.kernels.threads import (
 from threadpoolctl import threadpool_limits
 
 
-def test_thread_count_follows_the_blas_setting():
-    for threads in (1, 2):
-        with threadpool_limits(threads, user_api="blas"):
+def test_thread_count_follows_the_session_not_blas():
+    for threads in (1, 2, 5):
+        with intra_op(threads):
             assert thread_count() == threads
+    for blas_threads in (1, 3):
+        with threadpool_limits(blas_threads, user_api="blas"):
+            assert thread_count() == len(os.sched_getaffinity(0))
 
 
 def test_small_work_and_one_thread_are_never_split():
-    with threadpool_limits(2, user_api="blas"):
+    with intra_op(2):
         assert part_count(MIN_SPLIT_WORK - 1, limit=100) == 1
         assert part_count(MIN_SPLIT_WORK, limit=100) > 1
         assert part_count(MIN_SPLIT_WORK, limit=1) == 1
-    with threadpool_limits(1, user_api="blas"):
+    with intra_op(1):
         assert part_count(10 * MIN_SPLIT_WORK, limit=100) == 1
 
 
@@ -47,7 +52,7 @@ def test_every_part_runs_once_on_the_threads():
         with lock:
             seen.append((index, threading.current_thread().name))
 
-    with threadpool_limits(2, user_api="blas"):
+    with intra_op(2):
         run_parts([lambda index=index: part(index) for index in range(40)])
     assert sorted(index for index, _ in seen) == list(range(40))
 
@@ -55,16 +60,25 @@ def test_every_part_runs_once_on_the_threads():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_part_runs_on_the_calling_thread(threads):
     seen: list[str] = []
-    with threadpool_limits(threads, user_api="blas"):
+    with intra_op(threads):
         run_parts([lambda: seen.append(threading.current_thread().name)])
     assert seen == [threading.current_thread().name]
+
+
+def test_one_thread_hands_nothing_to_the_pool(monkeypatch):
+    submitted: list[int] = []
+    monkeypatch.setattr(workers.Workers, "submit", lambda self, fn, copies: submitted.append(copies) or [])
+    seen: list[str] = []
+    with intra_op(1):
+        run_parts([lambda: seen.append(threading.current_thread().name)] * 8)
+    assert submitted == [] and set(seen) == {threading.current_thread().name}
 
 
 def test_an_error_in_a_part_reaches_the_caller():
     def fail() -> None:
         raise ValueError("part failed")
 
-    with threadpool_limits(2, user_api="blas"), pytest.raises(ValueError, match="part failed"):
+    with intra_op(2), pytest.raises(ValueError, match="part failed"):
         run_parts([lambda: None, fail, lambda: None, lambda: None])
 
 
@@ -73,16 +87,18 @@ def blas_threads() -> int:
     return _blas().get_num_threads()
 
 
-def test_blas_is_single_threaded_for_small_gemms_only_and_put_back():
-    with threadpool_limits(2, user_api="blas"):
+@pytest.mark.parametrize("outside", [1, 3])
+def test_blas_runs_on_the_sessions_count_in_regions_and_as_the_process_set_it_outside(outside):
+    with threadpool_limits(outside, user_api="blas"), intra_op(2):
         with blas_for(BLAS_THREADS_WORK - 1):
             assert blas_threads() == 1
-        assert blas_threads() == 2
+        assert blas_threads() == outside
         with blas_for(BLAS_THREADS_WORK):
             assert blas_threads() == 2
-        with pytest.raises(ValueError), blas_for(1):
+        assert blas_threads() == outside
+        with pytest.raises(ValueError), blas_for(BLAS_THREADS_WORK):
             raise ValueError("in a GEMM")
-        assert blas_threads() == 2
+        assert blas_threads() == outside
 
 
 def test_one_blas_thread_whatever_the_work_and_put_back():
@@ -94,18 +110,18 @@ def test_one_blas_thread_whatever_the_work_and_put_back():
         assert blas_threads() == 1
 
 
-def test_regions_nest_and_answer_the_count_set_outside_them():
-    with threadpool_limits(2, user_api="blas"), one_blas_thread():
+def test_regions_nest():
+    with threadpool_limits(3, user_api="blas"), intra_op(2), one_blas_thread():
         assert thread_count() == 2
         with blas_for(BLAS_THREADS_WORK):
             assert blas_threads() == 2
         assert blas_threads() == 1
-    assert blas_threads() == 2
+    assert blas_threads() == _blas().get_num_threads()
 
 
 def test_a_product_never_runs_on_the_count_another_thread_set():
-    """While one thread's kernel holds BLAS on one thread, another's large product and its
-    thread count wait for it, then see the count set outside the kernels."""
+    """While one thread's kernel holds BLAS on one thread, another's large product waits for it,
+    then runs on its own session's count."""
     entered, seen = threading.Event(), []
 
     def hold_one_thread() -> None:
@@ -114,15 +130,14 @@ def test_a_product_never_runs_on_the_count_another_thread_set():
             time.sleep(0.2)
             seen.append(("held", blas_threads()))
 
-    with threadpool_limits(2, user_api="blas"):
+    with intra_op(2):
         holder = threading.Thread(target=hold_one_thread)
         holder.start()
         entered.wait()
-        seen.append(("counted", thread_count()))
         with blas_for(BLAS_THREADS_WORK):
             seen.append(("product", blas_threads()))
         holder.join()
-    assert seen == [("held", 1), ("counted", 2), ("product", 2)]
+    assert seen == [("held", 1), ("product", 2)]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="steering needs two CPUs to choose from")
@@ -160,15 +175,18 @@ def _openblas_thread_cpus(index: int) -> set[int]:
     reason="steers OpenBLAS's own threads only",
 )
 def test_openblas_threads_are_kept_off_the_callers_cpu():
-    """Products on BLAS's threads: OpenBLAS's other thread follows the caller as the pool's does."""
+    """Products on BLAS's threads: OpenBLAS's other thread follows the caller as the pool's does,
+    for the length of the product only."""
     allowed = os.sched_getaffinity(0)
     first, second = sorted(allowed)[:2]
     try:
-        with threadpool_limits(2, user_api="blas"):
+        with threadpool_limits(2, user_api="blas"), intra_op(2):
+            before = _openblas_thread_cpus(0)
             for cpu in (first, second):
                 os.sched_setaffinity(0, {cpu})
                 with blas_for(BLAS_THREADS_WORK):
-                    assert _openblas_thread_cpus(0) == allowed - {cpu}
+                    assert _openblas_thread_cpus(0) == before - {cpu}
                     assert _openblas_thread_cpus(1) == {cpu}  # the caller's own index
+                assert _openblas_thread_cpus(0) == before  # put back when the product is done
     finally:
         os.sched_setaffinity(0, allowed)

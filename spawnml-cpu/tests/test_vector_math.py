@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from spawnml.kernel.library.chain import encode, step
+from spawnml.threads import intra_op
 from spawnml_cpu.kernels import elementwise
 from spawnml_cpu.kernels.elementwise import erf_ufunc, map_float32
 from spawnml_cpu.kernels.fused import compiled, fused_elementwise
 from spawnml_cpu.kernels.threads import run_spans
-from threadpoolctl import threadpool_limits
 
 FLT_MAX = float(np.finfo(np.float32).max)
 RNG = np.random.default_rng(5)
@@ -141,7 +141,7 @@ def test_fused_chain_gives_the_same_bits_however_it_is_cut(chain):
     np.testing.assert_array_equal(cut, whole)
     context = SimpleNamespace(attrs={"chain": CHAINS[chain]})
     for threads in (1, 2):
-        with threadpool_limits(threads, user_api="blas"):
+        with intra_op(threads):
             np.testing.assert_array_equal(fused_elementwise(context, *inputs), whole)
 
 
@@ -150,7 +150,7 @@ def test_map_gives_the_same_bits_on_one_and_two_threads(name):
     x = (RNG.standard_normal(2 * elementwise.MIN_SPLIT_ELEMENTS + 3) * 5).astype(np.float32)
     results = []
     for threads in (1, 2):
-        with threadpool_limits(threads, user_api="blas"):
+        with intra_op(threads):
             results.append(map_float32(name, x))
     np.testing.assert_array_equal(results[0], results[1])
     small = x[:1001]
@@ -159,6 +159,6 @@ def test_map_gives_the_same_bits_on_one_and_two_threads(name):
 
 def test_numpy_passes_cut_over_threads_keep_shape_and_values():
     x = RNG.standard_normal((3, elementwise.MIN_SPLIT_ELEMENTS)).astype(np.float64)
-    with threadpool_limits(2, user_api="blas"):
+    with intra_op(2):
         np.testing.assert_array_equal(elementwise._split(np.exp)(x.T), np.exp(x.T))
         np.testing.assert_array_equal(elementwise._split(np.tanh)(x), np.tanh(x))

@@ -1,10 +1,13 @@
-"""glibc's allocator set for inference: the arrays one run frees serve the next run.
+"""glibc's allocator set for inference, when asked: the arrays one run frees serve the next run.
 
 By default glibc maps each array past its mmap threshold afresh and gives freed memory at the top
 of the heap back to the system, so every run's large activations fault their pages in again
-(PP-OCRv4 det: about 7,400 minor page faults per run, a fifth of its CPU time). The CPU backend
-raises both thresholds once per process where the C library is glibc; ``SPAWNML_CPU_ALLOCATOR=system``
-leaves them as they are.
+(PP-OCRv4 det: about 7,400 minor page faults per run, a fifth of its CPU time). Raising both
+thresholds keeps that memory for the next run, but ``mallopt`` sets them for the whole process,
+every library in it included, and keeps up to :data:`TRIM_THRESHOLD` of freed memory that the
+system would otherwise get back. So SpawnML leaves glibc as it is unless the user asks: with
+``SPAWNML_CPU_ALLOCATOR=reuse`` set when the CPU plugin loads, or by calling
+:func:`keep_freed_memory` (``docs/performance.md`` says what each costs).
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ import ctypes
 import os
 from functools import cache
 
+from spawnml.errors import InvalidArgumentError
+
+#: The environment variable that opts in when the plugin loads: ``reuse`` (or ``system``, the default).
+ENVIRONMENT_VARIABLE = "SPAWNML_CPU_ALLOCATOR"
 #: Arrays up to this size come from the heap instead of fresh mappings.
 MMAP_THRESHOLD = 32 << 20
 #: Free memory kept at the top of the heap before it goes back to the system.
@@ -21,11 +28,23 @@ TRIM_THRESHOLD = 256 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
+def reuse_requested() -> bool:
+    """Whether ``SPAWNML_CPU_ALLOCATOR`` asks for :func:`keep_freed_memory` (``reuse``); unset or
+    ``system`` leaves glibc's defaults, and any other value is refused."""
+    value = os.environ.get(ENVIRONMENT_VARIABLE, "system")
+    if value not in ("reuse", "system"):
+        raise InvalidArgumentError(
+            f"{ENVIRONMENT_VARIABLE}={value!r}: expected 'reuse' (keep freed memory for the next run, "
+            "process-wide) or 'system' (glibc's defaults, the default)"
+        )
+    return value == "reuse"
+
+
 @cache
 def keep_freed_memory() -> bool:
-    """Raise glibc's mmap and trim thresholds; whether they were raised (not on other C libraries,
-    nor when ``SPAWNML_CPU_ALLOCATOR`` is ``system``)."""
-    if os.environ.get("SPAWNML_CPU_ALLOCATOR") == "system" or not _glibc():
+    """Raise glibc's mmap and trim thresholds for the whole process; whether they were raised (not on
+    other C libraries). Once called, they stay raised: glibc cannot say what they were before."""
+    if not _glibc():
         return False
     mallopt = ctypes.CDLL(None).mallopt
     heap = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)

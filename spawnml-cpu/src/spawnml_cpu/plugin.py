@@ -1,4 +1,9 @@
-"""Entry-point plugin: registers the CPU backend."""
+"""Entry-point plugin: registers the CPU backend.
+
+Loading it changes nothing process-wide: glibc's allocator is set only where the user asks
+(:mod:`.allocator`), and BLAS's thread count and CPU affinity only inside the kernels' regions
+(:mod:`.kernels.threads`).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,12 @@ from collections.abc import Callable
 
 from spawnml.plugins import hookimpl
 
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, reuse_requested
 from .backend import CPUBackend
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
-    keep_freed_memory()
+    if reuse_requested():
+        keep_freed_memory()
     register(CPUBackend)

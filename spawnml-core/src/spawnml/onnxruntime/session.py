@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -116,6 +115,8 @@ class InferenceSession:
                 optimized_model_filepath=options.optimized_model_filepath,
                 enable_profiling=bool(options.enable_profiling),
                 profile_file_prefix=options.profile_file_prefix,
+                intra_op_num_threads=options.intra_op_num_threads,
+                inter_op_num_threads=options.inter_op_num_threads,
             )
             self._sess = CoreSession(graph, core_options, self._resolved.backends)
         self._inputs = {value.name: value for value in self._sess.graph.inputs}
@@ -195,7 +196,7 @@ class InferenceSession:
     ) -> list[Any]:
         """Run on host data; returns numpy arrays (lists for sequences, None for empty optionals)."""
         feeds = self._feeds(input_feed, run_options)
-        with translated(), self._threads():
+        with translated():
             return self._sess.run(output_names or None, feeds)
 
     def run_with_ort_values(
@@ -217,7 +218,7 @@ class InferenceSession:
     ) -> list[Output]:
         """Run and keep outputs where they were computed (used by IOBinding)."""
         feeds = self._feeds(input_feed, run_options)
-        with translated(), self._threads():
+        with translated():
             return self._sess.run_with_tensors(output_names or None, feeds)
 
     def run_async(
@@ -283,21 +284,6 @@ class InferenceSession:
             return np.asarray(feed, dtype=declared.dtype)
         except (TypeError, ValueError):
             return feed
-
-    @contextmanager
-    def _threads(self) -> Iterator[None]:
-        """Limit the CPU backend's threads to ``intra_op_num_threads`` for a run, when set."""
-        count = int(self._sess_options.intra_op_num_threads or 0)
-        if count <= 0:
-            yield
-            return
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # no way to limit them: run on the default count
-            yield
-            return
-        with threadpool_limits(limits=count, user_api="blas"):
-            yield
 
 
 def _inferred_outputs(session: CoreSession) -> list[NodeArg]:

@@ -1,8 +1,11 @@
 """How the CPU kernels use the cores: the compiled loops split over threads, BLAS where it pays.
 
-The backend uses as many threads as numpy's BLAS is set to (``threadpoolctl.threadpool_limits``
-sets it; onnxruntime's ``intra_op_num_threads`` is the counterpart). The rules, from
-measurements on two cores shared with other processes:
+The backend runs a session's kernels on the session's ``intra_op_num_threads`` threads
+(:func:`spawnml.threads.intra_op_threads`), or where it leaves the choice to the backend, on as many
+threads as the process has CPUs it may run on (``os.sched_getaffinity``). It never reads or keeps
+a process-wide setting for this: BLAS's own thread count (``threadpoolctl``, ``OPENBLAS_NUM_THREADS``)
+is what numpy's products outside SpawnML run on, and is left so. The rules, from measurements on
+two cores shared with other processes:
 
 - Large work (GGUF's quantized products, on a compiled loop that runs without the GIL) is
   cut into parts that the calling thread and pool threads take one at a time. A thread that
@@ -12,8 +15,9 @@ measurements on two cores shared with other processes:
   recurrent ones, GGUF's dequantized weights; 1x1 convolutions and those by kernel tap) from
   :data:`BLAS_THREADS_WORK` multiply-adds on run on BLAS's own threads, which spin between
   products, so that handing one over costs a few microseconds (they are kept off the caller's
-  CPU, see :mod:`.workers`); smaller ones run on one BLAS thread, or for float32 1x1
-  convolutions on the register-tiled loop of :mod:`.tiles` (as all of those do on one thread).
+  CPU while the product runs, see :mod:`.workers`); smaller ones run on one BLAS thread, or for
+  float32 1x1 convolutions on the register-tiled loop of :mod:`.tiles` (as all of those do on
+  one thread).
 - The other convolutions' GEMMs run on one BLAS thread each. Those from
   :data:`MIN_SPLIT_PRODUCT` multiply-adds an image on are cut instead into spans of output rows
   that the threads take as the loops' parts are, so that the im2col copies run on every thread
@@ -29,20 +33,22 @@ Same inputs, same bits: how a kernel splits its work and how many threads each o
 runs on follow from the work's size and the thread count alone, never from what other threads
 are doing. BLAS's thread count is the process's, so a kernel changes it only inside a
 :func:`blas_for` or :func:`one_blas_thread` region, which holds one lock from setting the count
-to putting it back: a product never runs on a count another kernel set, and
-:func:`thread_count` answers the count set outside the kernels even while a region holds
-another. Every BLAS call of the kernels runs inside such a region (code on pool threads runs
-inside its caller's).
+to putting it back (and BLAS's threads' CPUs, where it steered them): a product never runs on a
+count another kernel set, and outside the regions BLAS runs as the process set it. Every BLAS
+call of the kernels runs inside such a region (code on pool threads runs inside its caller's).
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from spawnml.threads import intra_op_threads
 
 from . import workers
 
@@ -65,13 +71,6 @@ MIN_SPLIT_DEPTHWISE = 8_000_000
 #: Held by a kernel from setting BLAS's thread count to putting it back (see the module's docstring).
 #: Reentrant, as a region may enter another (a matrix product inside a convolution's region).
 _blas_lock = threading.RLock()
-
-
-class _Regions:
-    """The regions the lock's owner is in, and BLAS's thread count as set outside them."""
-
-    depth = 0
-    outside: int | None = None
 
 
 @functools.cache
@@ -119,14 +118,18 @@ def _set_blas_threads() -> Callable[[int], object]:
 
 
 def thread_count() -> int:
-    """How many threads the kernels may use: numpy's BLAS thread count as set outside the kernels'
-    regions (1 where it is unknown). Waits while another thread's region holds the count."""
-    blas = _blas()
-    if blas is None:
-        return 1
-    with _blas_lock:
-        outside = _Regions.outside
-        return max(1, blas.get_num_threads() if outside is None else outside)
+    """How many threads the kernels may use: the running session's ``intra_op_num_threads``, else
+    :func:`default_thread_count`."""
+    return intra_op_threads() or default_thread_count()
+
+
+@functools.cache
+def default_thread_count() -> int:
+    """The backend's own count: the CPUs the process may run on when first asked (``os.cpu_count()``
+    where the system cannot say which)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def part_count(work: int, limit: int, threads: int | None = None, least: int = MIN_SPLIT_WORK) -> int:
@@ -189,31 +192,30 @@ class _BlasThreads:
     the setting from setting it to putting it back. A class rather than a generator: it is entered
     around every matrix product and convolution, and a generator's context costs a microsecond more."""
 
-    __slots__ = ("_count", "_held", "_restore")
+    __slots__ = ("_count", "_held", "_restore", "_unsteer")
 
     def __init__(self, count: int | None) -> None:
         self._count = count
         self._held = False
         #: The count to put back on leaving, where the region changed it.
         self._restore: int | None = None
+        #: Puts BLAS's threads back on their CPUs, where the region steered them.
+        self._unsteer: Callable[[], None] | None = None
 
     def __enter__(self) -> None:
         blas = _blas()
         if blas is None:
             return
+        count = thread_count() if self._count is None else self._count
         _blas_lock.acquire()
-        _Regions.depth += 1
         self._held = True
         try:
             current = blas.get_num_threads()
-            if _Regions.outside is None:
-                _Regions.outside = current
-            count = max(1, _Regions.outside) if self._count is None else self._count
             if count != current:
                 _set_blas_threads()(count)
                 self._restore = current
             if count > 1:
-                workers.keep_blas_threads_off(blas)
+                self._unsteer = workers.keep_blas_threads_off(blas, count)
         except BaseException:
             self.__exit__()
             raise
@@ -222,11 +224,10 @@ class _BlasThreads:
         if not self._held:
             return
         try:
+            if self._unsteer is not None:
+                self._unsteer()
             if self._restore is not None:
                 _set_blas_threads()(self._restore)
         finally:
-            self._held, self._restore = False, None
-            _Regions.depth -= 1
-            if _Regions.depth == 0:
-                _Regions.outside = None
+            self._held, self._restore, self._unsteer = False, None, None
             _blas_lock.release()

@@ -10,7 +10,10 @@ only when the caller has moved to another CPU since: 32.1 ms with the pauses.
 
 OpenBLAS's own threads, which take the matrix products from ``threads.BLAS_THREADS_WORK`` on, are
 steered the same way (PP-OCRv4 rec's last product on two threads: 0.6 ms as a rule, but up to
-11 ms when its thread was woken on the caller's CPU).
+11 ms when its thread was woken on the caller's CPU). They are the process's, not SpawnML's: numpy
+and whatever else uses that BLAS run on them too. So they are steered only for the length of one
+product's region (``threads.blas_for``) and put back on the CPUs they had when it ends; the pool
+threads are SpawnML's own and stay where they were steered.
 """
 
 from __future__ import annotations
@@ -55,13 +58,12 @@ class Workers:
             os.sched_setaffinity(native_id, cpus)
 
 
-def keep_blas_threads_off(blas: Any) -> None:
-    """Steer the threads of ``blas`` (threadpoolctl's controller of numpy's BLAS) off the caller's
-    CPU, where it is OpenBLAS on threads of its own (else nothing is done)."""
-    count = blas.get_num_threads() - 1  # OpenBLAS's last thread index is the caller's own
-    threads = _openblas_threads(blas) if count > 0 else None
-    if threads is not None:
-        threads.keep_off(count)
+def keep_blas_threads_off(blas: Any, count: int) -> Callable[[], None] | None:
+    """Steer the threads that run a product on ``count`` threads of ``blas`` (threadpoolctl's
+    controller of numpy's BLAS) off the caller's CPU, where it is OpenBLAS on threads of its own;
+    returns what puts them back on the CPUs they had (None where nothing was moved)."""
+    threads = _openblas_threads(blas) if count > 1 else None
+    return None if threads is None else threads.keep_off(count - 1)  # the last index is the caller
 
 
 class _Steering:
@@ -90,25 +92,42 @@ class _OpenBlasThreads:
     #: Bytes of a ``cpu_set_t`` (glibc's: 1024 CPUs).
     CPU_SET_BYTES = 128
 
-    def __init__(self, setaffinity: Any, allowed: set[int]) -> None:
-        self._setaffinity, self._allowed = setaffinity, allowed
-        self._steering = _Steering(self._move)
+    def __init__(self, setaffinity: Any, getaffinity: Any) -> None:
+        self._setaffinity, self._getaffinity = setaffinity, getaffinity
 
-    def keep_off(self, count: int) -> None:
-        """Keep OpenBLAS's first ``count`` threads (all but the caller) off the caller's CPU."""
-        self._steering.keep_off(count, self._allowed)
-
-    def _move(self, count: int, cpus: set[int]) -> None:
-        mask = sum(1 << cpu for cpu in cpus).to_bytes(self.CPU_SET_BYTES, "little")
+    def keep_off(self, count: int) -> Callable[[], None] | None:
+        """Move OpenBLAS's first ``count`` threads (all but the caller) off the caller's CPU; returns
+        what moves the ones moved back (None where none was: the caller's CPU is their only one)."""
+        cpu = _current_cpu()
+        if cpu is None:
+            return None
+        moved = []
         for index in range(count):
-            self._setaffinity(index, self.CPU_SET_BYTES, mask)
+            mask = ctypes.create_string_buffer(self.CPU_SET_BYTES)
+            if self._getaffinity(index, len(mask), mask) != 0:
+                continue
+            cpus = int.from_bytes(mask.raw, "little")
+            others = cpus & ~(1 << cpu)
+            if others and others != cpus:
+                self._set(index, others)
+                moved.append((index, cpus))
+        if not moved:
+            return None
+
+        def put_back() -> None:
+            for index, cpus in moved:
+                self._set(index, cpus)
+
+        return put_back
+
+    def _set(self, index: int, cpus: int) -> None:
+        self._setaffinity(index, self.CPU_SET_BYTES, cpus.to_bytes(self.CPU_SET_BYTES, "little"))
 
 
 @functools.cache
 def _openblas_threads(blas: Any) -> _OpenBlasThreads | None:
     """The threads of ``blas`` where it is OpenBLAS on threads of its own and they can be steered
-    (with OpenMP, ``openblas_setaffinity`` only complains), else None. Called first while OpenBLAS
-    has a thread of its own, whose CPUs, before any move, are the ones its threads may use."""
+    (with OpenMP, ``openblas_setaffinity`` only complains), else None."""
     if blas.internal_api != "openblas" or blas.threading_layer != "pthreads" or _getcpu() is None:
         return None
     names = ("openblas_setaffinity", "openblas_getaffinity")
@@ -117,10 +136,7 @@ def _openblas_threads(blas: Any) -> _OpenBlasThreads | None:
         return None
     for function in (setaffinity, getaffinity):
         function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p)
-    mask = ctypes.create_string_buffer(_OpenBlasThreads.CPU_SET_BYTES)
-    getaffinity(0, len(mask), mask)
-    bits = int.from_bytes(mask.raw, "little")
-    return _OpenBlasThreads(setaffinity, {cpu for cpu in range(bits.bit_length()) if bits >> cpu & 1})
+    return _OpenBlasThreads(setaffinity, getaffinity)
 
 
 def _current_cpu() -> int | None:
