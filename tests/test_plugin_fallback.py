@@ -38,8 +38,13 @@ OPSET_6_ADD = {
 }
 
 
+#: The lane's backends and the format of its cases: other installed plugins stay out.
+SELECTED = "cpu,example,onnx"
+
+
 @pytest.fixture(autouse=True)
-def fresh_plugins():
+def fresh_plugins(monkeypatch):
+    monkeypatch.setenv("SPAWNML_PLUGINS", SELECTED)
     plugins.reset()
     yield
     plugins.reset()
@@ -117,7 +122,7 @@ def test_pytest_takes_the_fallback_too(tmp_path):
         "no:cacheprovider",
     ]
     lane = ["--backend", "example", "--conformance-kind", "pytorch-operator", "--fallback", "cpu"]
-    env = {**os.environ, "SPAWNML_PLUGINS": "cpu,example,onnx"}
+    env = {**os.environ, "SPAWNML_PLUGINS": SELECTED}
     done = subprocess.run(
         [*command, *lane], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

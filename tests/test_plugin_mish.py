@@ -29,9 +29,14 @@ KERNELS = [f"org.trial::Mish-1 on {name}" for name in ("cpu", "cuda", "opencl", 
 X = np.concatenate([np.linspace(-30, 30, 601), [0.0, -1e-3, 1e-3, 20.5, -88.0]]).astype(np.float32)
 
 
+#: The plugin and the backends it gives kernels to: other installed plugins stay out.
+SELECTED = ",".join(["mish", "cpu", *GPU_BACKENDS])
+
+
 @pytest.fixture(autouse=True)
 def installed(monkeypatch, tmp_path):
     """The plugin on ``sys.path`` with its entry point, the plugin manager fresh around the test."""
+    monkeypatch.setenv("SPAWNML_PLUGINS", SELECTED)
     monkeypatch.syspath_prepend(str(PACKAGE / "src"))
     monkeypatch.syspath_prepend(str(metadata_folder(PACKAGE, tmp_path / "site")))
     plugins.reset()
@@ -68,6 +73,8 @@ def test_kernels_are_added_to_the_backend_instances_not_to_the_classes():
     assert cpu.kernels.find("org.trial", "Mish", 1).origin == "spawnml-mish-plugin 0.1.0 (plugin 'mish')"
     assert type(cpu).kernels.find("org.trial", "Mish", 1) is None
     assert ("org.trial", "Mish") in cpu.kernels.ops() and ("", "Relu") in cpu.kernels.ops()
+    # ONNX's own Mish (ai.onnx, from opset 18) keeps the CPU backend's kernel
+    assert cpu.kernels.find("ai.onnx", "Mish", 18) is type(cpu).kernels.find("", "Mish", 18) is not None
 
 
 def test_refreshing_registers_the_kernels_again_without_a_duplicate():
