@@ -14,6 +14,8 @@ from . import (  # noqa: F401  (registration by import)
     ml,
     nn,
     quant_gguf,
+    quant_lstm,
+    quant_qlinear,
     recurrent,
     reduce,
     signal,

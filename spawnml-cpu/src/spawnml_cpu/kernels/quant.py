@@ -102,13 +102,22 @@ def _dequantize(
 
 @KERNELS.register("DynamicQuantizeLinear", since=11)
 def _dynamic_quantize(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return dynamic_quantize(x)
+
+
+def dynamic_quantize(x: np.ndarray, axis: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``x`` as uint8 over its range widened to hold 0 (of each slice along ``axis`` where it is
+    given), with the scale and zero point, as onnxruntime computes them: ``scale = (max - min) /
+    255`` in float32 (1 where the range is empty), the zero point ``-min / scale`` and each value
+    ``x / scale``, rounded half to even."""
     x = x.astype(np.float32, copy=False)
-    low = min(np.float32(0), x.min(initial=np.float32(0)))
-    high = max(np.float32(0), x.max(initial=np.float32(0)))
-    scale = np.float32((high - low) / np.float32(255)) if high > low else np.float32(1)
-    zero_point = saturate(np.asarray(-low / scale), np.dtype(np.uint8))
+    zero, keep = np.float32(0), axis is not None
+    low = np.fmin(x.min(axis=axis, keepdims=keep, initial=zero), zero)
+    high = np.fmax(x.max(axis=axis, keepdims=keep, initial=zero), zero)
+    scale = np.where(high > low, (high - low) / np.float32(255), np.float32(1)).astype(np.float32)
+    zero_point = np.asarray(saturate(-low / scale, np.dtype(np.uint8)))
     y = saturate(np.rint(x / scale) + zero_point.astype(np.float32), np.dtype(np.uint8))
-    return y, np.asarray(scale), zero_point
+    return y, scale, zero_point
 
 
 def _integer_matmul(

@@ -6,6 +6,7 @@ from ..schema import OpSchema
 from . import (
     attention,
     contrib,
+    contrib_quant,
     control,
     elementwise,
     fused,
@@ -40,6 +41,7 @@ SCHEMAS: list[OpSchema] = [
         strings,
         ml,
         contrib,
+        contrib_quant,
         quant_gguf,
         fused,
         train,

@@ -1,0 +1,290 @@
+"""onnxruntime's QOperator contrib kernels (com.microsoft QLinear*, QGemm), computed as its CPU
+provider computes them so that the integers agree: the float32 operations it runs, in its order,
+rounded half to even and saturated at the end.
+
+- Unary operators and QLinearConcat's rescaling go through a 256-entry table: every value of
+  the 8-bit type dequantized (``scale * (q - zero_point)``), mapped, and quantized again.
+- QLinearAdd and QLinearMul rescale each operand by the ratio of its scale to the output's.
+- Integer sums (QGemm, QLinearGlobalAveragePool) are exact; their requantization multiplies
+  the float32 sum by one float32 scale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+from spawnml.backend import KernelContext
+from spawnml.ir import Node
+from spawnml.ops.defs.contrib import MS
+from spawnml.ops.shapes import normalize_axis
+
+from .attention import sigmoid
+from .nn_common import Windows, matmul
+from .quant import saturate
+from .table import KERNELS
+
+Array = np.ndarray
+FLOAT32 = np.dtype(np.float32)
+
+
+def _scalar(value: Array) -> np.float32:
+    return np.float32(value.reshape(-1)[0])
+
+
+def _zero_point(zero_point: Array | None, dtype: np.dtype) -> Array:
+    """A zero point, or 0 in the quantized type where it is absent."""
+    return np.zeros((), dtype) if zero_point is None else zero_point.reshape(())
+
+
+def quantize(values: Array, scale: np.float32, zero_point: Array) -> Array:
+    """float32 ``values / scale`` rounded half to even, plus the zero point, saturated into its type."""
+    ratio = values.astype(FLOAT32, copy=False) / np.float32(scale)
+    return saturate(np.rint(ratio) + zero_point.astype(FLOAT32), zero_point.dtype)
+
+
+def requantize(accumulated: Array, scale: Array | np.float32, zero_point: Array) -> Array:
+    """Integer sums times a float32 scale, rounded half to even, plus the zero point, saturated."""
+    product = accumulated.astype(FLOAT32) * np.asarray(scale, FLOAT32)
+    return saturate(np.rint(product) + zero_point.astype(FLOAT32), zero_point.dtype)
+
+
+def _dequantized(values: Array, scale: np.float32, zero_point: Array) -> Array:
+    return (values.astype(np.int32) - zero_point.astype(np.int32)).astype(FLOAT32) * scale
+
+
+def _every_value(dtype: np.dtype) -> Array:
+    """Every value of an 8-bit integer type, from its lowest."""
+    info = ml_dtypes.iinfo(dtype)
+    return np.arange(info.min, info.max + 1).astype(dtype)
+
+
+def _lookup(
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None,
+    fn: Callable[[Array], Array],
+) -> Array:
+    """``fn`` of the dequantized ``x``, quantized to ``y``'s parameters, through a table of every
+    value of ``x``'s type."""
+    x_zero = _zero_point(x_zero_point, x.dtype)
+    values = _every_value(x.dtype)
+    table = quantize(
+        fn(_dequantized(values, _scalar(x_scale), x_zero)),
+        _scalar(y_scale),
+        _zero_point(y_zero_point, x.dtype),
+    )
+    return table[x.astype(np.int32) - int(values[0])]
+
+
+@KERNELS.register("QLinearSigmoid", domain=MS)
+def _qlinear_sigmoid(
+    ctx: KernelContext,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None = None,
+) -> Array:
+    return _lookup(x, x_scale, x_zero_point, y_scale, y_zero_point, sigmoid)
+
+
+@KERNELS.register("QLinearLeakyRelu", domain=MS)
+def _qlinear_leaky_relu(
+    ctx: KernelContext,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None = None,
+) -> Array:
+    alpha = np.float32(ctx.attrs["alpha"])
+    return _lookup(x, x_scale, x_zero_point, y_scale, y_zero_point, lambda v: np.where(v >= 0, v, v * alpha))
+
+
+@KERNELS.register("QLinearAdd", domain=MS)
+def _qlinear_add(
+    ctx: KernelContext,
+    a: Array,
+    a_scale: Array,
+    a_zero_point: Array | None,
+    b: Array,
+    b_scale: Array,
+    b_zero_point: Array | None,
+    c_scale: Array,
+    c_zero_point: Array | None = None,
+) -> Array:
+    """``a_ratio * a + b_ratio * b + shift`` in float32, each ratio its operand's scale over the
+    output's and ``shift`` the output's zero point less the operands' scaled ones."""
+    c_zero = _zero_point(c_zero_point, a.dtype)
+    scale_c = _scalar(c_scale)
+    ratio_a, ratio_b = _scalar(a_scale) / scale_c, _scalar(b_scale) / scale_c
+    zero_a = np.float32(_zero_point(a_zero_point, a.dtype))
+    zero_b = np.float32(_zero_point(b_zero_point, b.dtype))
+    shift = np.float32(c_zero) - ratio_a * zero_a - ratio_b * zero_b
+    values = a.astype(FLOAT32) * ratio_a + b.astype(FLOAT32) * ratio_b + shift
+    return saturate(np.rint(values), c_zero.dtype)
+
+
+@KERNELS.register("QLinearMul", domain=MS)
+def _qlinear_mul(
+    ctx: KernelContext,
+    a: Array,
+    a_scale: Array,
+    a_zero_point: Array | None,
+    b: Array,
+    b_scale: Array,
+    b_zero_point: Array | None,
+    c_scale: Array,
+    c_zero_point: Array | None = None,
+) -> Array:
+    """The product of the zero-point-shifted operands times ``a_scale * b_scale / c_scale``."""
+    c_zero = _zero_point(c_zero_point, a.dtype)
+    shifted_a = a.astype(np.int32) - _zero_point(a_zero_point, a.dtype).astype(np.int32)
+    shifted_b = b.astype(np.int32) - _zero_point(b_zero_point, b.dtype).astype(np.int32)
+    multiplier = _scalar(a_scale) * _scalar(b_scale) / _scalar(c_scale)
+    return requantize(shifted_a * shifted_b, multiplier, c_zero)
+
+
+@KERNELS.register("QLinearConcat", domain=MS)
+def _qlinear_concat(ctx: KernelContext, y_scale: Array, y_zero_point: Array, *parts: Array | None) -> Array:
+    """Each input rescaled to the output's scale and zero point (copied where they are its own)."""
+    tensors = []
+    for x, scale, zero_point in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
+        assert x is not None and scale is not None
+        same = _scalar(scale) == _scalar(y_scale) and _zero_point(
+            zero_point, x.dtype
+        ) == y_zero_point.reshape(())
+        tensors.append(x if same else _lookup(x, scale, zero_point, y_scale, y_zero_point, lambda v: v))
+    return np.concatenate(tensors, axis=ctx.attrs["axis"])
+
+
+def _channels_first(node: Node, opset: int) -> str | None:
+    return "channels_last=1 is not supported" if node.attrs.get("channels_last", 0) else None
+
+
+@KERNELS.register("QLinearAveragePool", domain=MS, check=_channels_first)
+def _qlinear_average_pool(
+    ctx: KernelContext,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None = None,
+) -> Array:
+    """The float32 average of the dequantized window, quantized."""
+    dequantized = _dequantized(x, _scalar(x_scale), _zero_point(x_zero_point, x.dtype))
+    windows = Windows.of(ctx.attrs, x.shape[2:], ctx.attrs["kernel_shape"])
+    sums = sum(windows.each_tap(dequantized), np.zeros((), FLOAT32))  # tap by tap, in order
+    counts = _window_counts(windows, x.shape[2:], bool(ctx.attrs["count_include_pad"]))
+    return quantize(sums / counts.astype(FLOAT32), _scalar(y_scale), _zero_point(y_zero_point, x.dtype))
+
+
+def _window_counts(windows: Windows, sizes: tuple[int, ...], include_pad: bool) -> Array:
+    """The taps each window's average divides by: those on the input, or on the input and its
+    pads (not the extra end of ``ceil_mode``), counted by summing ones padded with 0 or 1."""
+    ones = np.ones((1, 1, *sizes), FLOAT32)
+    if include_pad:
+        ones = np.pad(
+            ones, [(0, 0), (0, 0), *zip(windows.begins, windows.ends, strict=True)], constant_values=1
+        )
+        windows = dataclasses.replace(windows, begins=(0,) * len(sizes))
+    return sum(windows.each_tap(ones), np.zeros((), FLOAT32))[0, 0]
+
+
+@KERNELS.register("QLinearGlobalAveragePool", domain=MS, check=_channels_first)
+def _qlinear_global_average_pool(
+    ctx: KernelContext,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None = None,
+) -> Array:
+    """The exact integer sum of each plane less its zero points, times ``x_scale / (y_scale * size)``."""
+    size = math.prod(x.shape[2:])
+    sums = x.reshape(*x.shape[:2], size).astype(np.int64).sum(axis=-1)
+    sums -= int(_zero_point(x_zero_point, x.dtype)) * size
+    scale = _scalar(x_scale) / (_scalar(y_scale) * np.float32(size))
+    y = requantize(sums, scale, _zero_point(y_zero_point, x.dtype))
+    return y.reshape(*x.shape[:2], *(1,) * (x.ndim - 2))
+
+
+@KERNELS.register("QGemm", domain=MS)
+def _qgemm(
+    ctx: KernelContext,
+    a: Array,
+    a_scale: Array,
+    a_zero_point: Array,
+    b: Array,
+    b_scale: Array,
+    b_zero_point: Array,
+    c: Array | None = None,
+    y_scale: Array | None = None,
+    y_zero_point: Array | None = None,
+) -> Array:
+    """``alpha * (A - a_zero) @ (B - b_zero) + C`` (C int32 at scale ``a_scale * b_scale``):
+    requantized where ``y_zero_point`` is given, else float32."""
+    attrs = ctx.attrs
+    a = a.T if attrs["transA"] else a
+    b, b_zero = (b.T, b_zero_point) if attrs["transB"] else (b, b_zero_point)
+    shifted_a = a.astype(np.float64) - np.float64(a_zero_point.reshape(-1)[0])
+    accumulated = matmul(shifted_a, b.astype(np.float64) - b_zero.astype(np.float64).reshape(-1))
+    if c is not None:
+        accumulated = accumulated + c.astype(np.float64)
+    scales = np.float32(attrs["alpha"]) * _scalar(a_scale) * b_scale.astype(FLOAT32).reshape(-1)
+    if y_scale is not None:
+        scales = scales / _scalar(y_scale)
+    if y_zero_point is not None:
+        return requantize(accumulated, scales, y_zero_point.reshape(()))
+    return accumulated.astype(FLOAT32) * scales
+
+
+@KERNELS.register("QLinearSoftmax", domain=MS)
+def _qlinear_softmax(
+    ctx: KernelContext,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array | None,
+    y_scale: Array,
+    y_zero_point: Array | None = None,
+) -> Array:
+    """onnxruntime's table softmax: ``exp`` of each value's distance below the row's maximum (in
+    steps of ``x_scale``, shifted up so the sum keeps its precision), summed in float32 in order,
+    and each share times ``floor(1 / y_scale)`` rounded; before ``opset`` 13 the rows are the
+    flattened axes from ``axis`` on."""
+    legacy = ctx.attrs["opset"] < 13
+    axis = normalize_axis(ctx.attrs["axis"] if "axis" in ctx.node.attrs or not legacy else 1, x.ndim)
+    moved = x.reshape(*x.shape[:axis], -1) if legacy else np.moveaxis(x, axis, -1)
+    width = moved.shape[-1]
+    distance = moved.max(axis=-1, keepdims=True).astype(np.int32) - moved.astype(np.int32)
+    table = _exp_table(_scalar(x_scale), width)
+    exps = table[255 - distance]
+    # onnxruntime adds the row from its first element on: a running sum, not numpy's pairwise one
+    total = np.cumsum(exps, axis=-1, dtype=FLOAT32)[..., -1:]
+    multiplier = np.float32(math.floor(np.float32(1) / _scalar(y_scale)))
+    shares = np.rint(exps * multiplier / total).astype(np.int64)
+    y = _softmax_output(shares, _zero_point(y_zero_point, x.dtype))
+    return y.reshape(x.shape) if legacy else np.moveaxis(y, -1, axis)
+
+
+def _exp_table(x_scale: np.float32, width: int) -> Array:
+    """``exp((i - 255 + shift) * x_scale)`` for the 256 distances ``i``, in float32; ``shift``
+    keeps the row's sum of up to ``width`` terms below float32's range, as onnxruntime's does."""
+    shift = max(0.0, math.log(float(np.finfo(FLOAT32).max) / width) - 5) / float(x_scale)
+    steps = np.arange(256, dtype=np.float64)
+    return np.exp((steps - 255 + shift) * float(x_scale)).astype(FLOAT32)
+
+
+def _softmax_output(shares: Array, zero_point: Array) -> Array:
+    """Shares plus the zero point into the output type as onnxruntime stores them: values above
+    255 become 255 and the rest keep their low eight bits (int8 outputs wrap)."""
+    values = np.minimum(shares + int(zero_point), 255)
+    if zero_point.dtype == np.uint8:
+        return values.astype(np.uint8)
+    return (values & 0xFF).astype(np.uint8).view(np.int8)
