@@ -16,27 +16,22 @@ from ..kernel.ir import f32
 from ..kernel.library.attention import attention_softmax
 from ..kernel.library.attention import rotary_embedding as rotary_embedding_kernel
 from ..kernel.library.chain import step
+from ..ops.defs.attention import check_attention
 from .array import DeviceArray
 from .fused import run_chain, scalar
-from .table import FLOATS, GPU_KERNELS, GPUContext, _broadcast_strides, concatenate, matmul, permuted, where
-
-#: The ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
-QK_MODES = (0, 1, 2, 3)
+from .shapes import broadcast_strides
+from .table import FLOATS, GPU_KERNELS, GPUContext, concatenate, matmul, permuted, where
 
 
 def _check(node: Node, opset: int) -> str | None:
-    attrs, given = node.attrs, [bool(name) for name in node.inputs] + [False] * 7
-    if attrs.get("qk_matmul_output_mode", 0) not in QK_MODES:
-        return f"qk_matmul_output_mode={attrs['qk_matmul_output_mode']} is not one of {list(QK_MODES)}"
-    if attrs.get("softmax_precision", 1) != 1:
-        return f"softmax_precision={attrs['softmax_precision']}: the GPU computes the softmax in float32 only"
-    if given[4] != given[5]:
-        return "past_key and past_value must be given together"
-    if given[6] and given[4]:
-        return "nonpad_kv_seqlen cannot be combined with past_key and past_value"
-    if min(attrs.get("left_window_size", -1), attrs.get("right_window_size", -1)) < -1:
-        return "window sizes must be -1 (unbounded) or at least 0"
-    return None
+    """The operator's rules, and the softmax in float32 (the only precision the GPU computes it in)."""
+    return check_attention(node, opset) or float32_softmax(node, opset)
+
+
+def float32_softmax(node: Node, opset: int) -> str | None:
+    """Why the node's softmax is not one the GPU computes (it computes float32 only)."""
+    code = node.attrs.get("softmax_precision", 1)
+    return None if code == 1 else f"softmax_precision={code}: the GPU computes the softmax in float32 only"
 
 
 @GPU_KERNELS.register("Attention", since=23, check=_check, dtypes=FLOATS)
@@ -125,7 +120,7 @@ def masked_softmax(
                 f"an attention mask of shape {list(mask.shape)} does not fit "
                 f"scores of shape {list(scores.shape)}"
             )
-        strides = _broadcast_strides(mask.shape, (batch, heads, q_len, mask_len))
+        strides = broadcast_strides(mask.shape, (batch, heads, q_len, mask_len))
     padded = lengths is not None
     if lengths is None:
         lengths = ctx.backend.constant(np.zeros(1, np.int32), np.int32)

@@ -14,29 +14,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError, ModelLimitError
-from ..ir import TENSOR, Graph, Node, Value
+from ..ir import TENSOR, Graph, Value
 from ..limits import run_limits
+from ..ops.defs.control import check_if, check_loop, check_scan, check_sequence_map
 from ..tensor import TensorSequence
 from .array import DeviceArray
-from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, concatenate, copy_strided
+from .host import to_host
+from .shapes import axis_index
+from .table import GPU_KERNELS, GPUContext, concatenate, index_along
 
 
 def _flag(ctx: GPUContext, condition: DeviceArray) -> bool:
-    return bool(_host(ctx, condition).reshape(-1)[0])
+    return bool(to_host(ctx, condition).reshape(-1)[0])
 
 
 def _feeds(body: Graph, values: Sequence[Any]) -> dict[str, Any]:
     return {value.name: given for value, given in zip(body.inputs, values, strict=True)}
-
-
-def _fits(what: str, body: Graph, inputs: int, outputs: int) -> str | None:
-    """Why ``body`` cannot serve as ``what`` taking ``inputs`` and returning ``outputs`` values."""
-    if len(body.inputs) != inputs or len(body.outputs) != outputs:
-        return (
-            f"{what} takes {len(body.inputs)} inputs and returns {len(body.outputs)} outputs; "
-            f"the node needs {inputs} and {outputs}"
-        )
-    return None
 
 
 def _stacked(ctx: GPUContext, parts: Sequence[DeviceArray], declared: Value, axis: int) -> DeviceArray:
@@ -44,7 +37,7 @@ def _stacked(ctx: GPUContext, parts: Sequence[DeviceArray], declared: Value, axi
     type (its unknown dims 0, as onnxruntime does)."""
     if parts:
         rank = len(parts[0].shape) + 1
-        axis = _axis(axis, rank)
+        axis = axis_index(axis, rank)
         return concatenate(ctx, [p.view((*p.shape[:axis], 1, *p.shape[axis:])) for p in parts], axis)
     if declared.kind != TENSOR or declared.dtype is None:
         raise InvalidArgumentError(
@@ -56,28 +49,14 @@ def _stacked(ctx: GPUContext, parts: Sequence[DeviceArray], declared: Value, axi
     return ctx.backend.from_numpy(np.empty(dims, declared.dtype))
 
 
-def _branches_fit(node: Node, opset: int) -> str | None:
-    for attr in ("then_branch", "else_branch"):
-        if problem := _fits(attr, node.attrs[attr], 0, len(node.outputs)):
-            return problem
-    return None
-
-
-@GPU_KERNELS.register("If", check=_branches_fit)
+@GPU_KERNELS.register("If", check=check_if)
 def if_(ctx: GPUContext, condition: DeviceArray) -> tuple[Any, ...]:
     branch = ctx.attrs["then_branch"] if _flag(ctx, condition) else ctx.attrs["else_branch"]
     assert ctx.run_subgraph is not None  # the planner gives nodes with bodies a runner
     return tuple(ctx.run_subgraph(branch, {}))
 
 
-def _loop_fits(node: Node, opset: int) -> str | None:
-    carried = len(node.inputs) - 2
-    if len(node.outputs) < carried:
-        return f"the loop carries {carried} values but has {len(node.outputs)} outputs"
-    return _fits("body", node.attrs["body"], 2 + carried, 1 + len(node.outputs))
-
-
-@GPU_KERNELS.register("Loop", check=_loop_fits)
+@GPU_KERNELS.register("Loop", check=check_loop)
 def loop(
     ctx: GPUContext, trip_count: DeviceArray | None, condition: DeviceArray | None, *initial: Any
 ) -> tuple[Any, ...]:
@@ -85,7 +64,7 @@ def loop(
     body: Graph = ctx.attrs["body"]
     assert ctx.run_subgraph is not None
     most = run_limits().max_loop_iterations
-    limit = None if trip_count is None else int(_host(ctx, trip_count).reshape(-1)[0])
+    limit = None if trip_count is None else int(to_host(ctx, trip_count).reshape(-1)[0])
     running = condition is None or _flag(ctx, condition)
     carried = list(initial)
     declared = body.outputs[1 + len(carried) :]
@@ -110,41 +89,7 @@ def loop(
     )
 
 
-def _scan_fits(node: Node, opset: int) -> str | None:
-    """Body arity, attribute lengths, and directions of 0 or 1."""
-    scans = node.attrs["num_scan_inputs"]
-    states = len(node.inputs) - scans
-    if not 0 < scans <= len(node.inputs):
-        return f"num_scan_inputs {scans} is not in 1..{len(node.inputs)}"
-    if len(node.outputs) < states:
-        return f"the scan carries {states} states but has {len(node.outputs)} outputs"
-    listed = {
-        "scan_input_axes": scans,
-        "scan_input_directions": scans,
-        "scan_output_axes": len(node.outputs) - states,
-        "scan_output_directions": len(node.outputs) - states,
-    }
-    for attr, count in listed.items():
-        values = node.attrs.get(attr)
-        if values is not None and len(values) != count:
-            return f"{attr} lists {len(values)} values for {count} tensors"
-        if values is not None and "directions" in attr and not set(values) <= {0, 1}:
-            return f"{attr} {list(values)} holds values other than 0 and 1"
-    return _fits("body", node.attrs["body"], len(node.inputs), len(node.outputs))
-
-
-def _slice(ctx: GPUContext, x: DeviceArray, axis: int, index: int) -> DeviceArray:
-    """``x[..., index, ...]`` along ``axis``, as a new tensor without that axis."""
-    shape = [d for i, d in enumerate(x.shape) if i != axis]
-    strides = _strides(x.shape)
-    out = ctx.backend.empty(shape, x.dtype)
-    if out.size:
-        source = [s for i, s in enumerate(strides) if i != axis]
-        copy_strided(ctx, x, out, shape, source, _strides(shape), src_offset=index * strides[axis])
-    return out
-
-
-@GPU_KERNELS.register("Scan", since=9, check=_scan_fits)
+@GPU_KERNELS.register("Scan", since=9, check=check_scan)
 def scan(ctx: GPUContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
     body: Graph = ctx.attrs["body"]
     assert ctx.run_subgraph is not None
@@ -152,7 +97,7 @@ def scan(ctx: GPUContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
     split = len(inputs) - count
     outputs = len(body.outputs) - split
     axes = [
-        _axis(int(a), len(x.shape))
+        axis_index(int(a), len(x.shape))
         for a, x in zip(ctx.attrs.get("scan_input_axes") or [0] * count, inputs[split:], strict=True)
     ]
     backward = ctx.attrs.get("scan_input_directions") or [0] * count
@@ -166,7 +111,7 @@ def scan(ctx: GPUContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
     parts: list[list[DeviceArray]] = [[] for _ in range(outputs)]
     for step in range(length):
         slices = [
-            _slice(ctx, x, axis, length - 1 - step if back else step)
+            index_along(ctx, x, axis, length - 1 - step if back else step)
             for x, axis, back in zip(inputs[split:], axes, backward, strict=True)
         ]
         results = ctx.run_subgraph(body, _feeds(body, [*states, *slices]))
@@ -182,11 +127,7 @@ def scan(ctx: GPUContext, *inputs: DeviceArray) -> tuple[DeviceArray, ...]:
     return (*states, *stacked)
 
 
-def _map_fits(node: Node, opset: int) -> str | None:
-    return _fits("body", node.attrs["body"], len(node.inputs), len(node.outputs))
-
-
-@GPU_KERNELS.register("SequenceMap", since=17, check=_map_fits)
+@GPU_KERNELS.register("SequenceMap", since=17, check=check_sequence_map)
 def sequence_map(ctx: GPUContext, first: TensorSequence, *extra: Any) -> tuple[TensorSequence, ...]:
     """The body applied to the i-th tensor of every sequence input and to every tensor input."""
     body: Graph = ctx.attrs["body"]

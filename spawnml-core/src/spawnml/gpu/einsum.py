@@ -20,7 +20,8 @@ from ..errors import InvalidArgumentError
 from ..kernel.library.reductions import reduce_kernel
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, _strides, copy_strided, matmul, permuted
+from .shapes import contiguous_strides
+from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, copy_strided, matmul, permuted
 
 #: Letters standing for an ellipsis' dims, outside the ASCII letters an equation uses.
 _ELLIPSIS_LETTERS = "".join(chr(0x3B1 + i) for i in range(24))
@@ -56,7 +57,7 @@ def _diagonal(ctx: GPUContext, x: DeviceArray, term: str) -> tuple[DeviceArray, 
     letters = "".join(dict.fromkeys(term))
     if letters == term:
         return x, term
-    strides = _strides(x.shape)
+    strides = contiguous_strides(x.shape)
     shape, steps = [], []
     for letter in letters:
         axes = [i for i, c in enumerate(term) if c == letter]
@@ -66,7 +67,7 @@ def _diagonal(ctx: GPUContext, x: DeviceArray, term: str) -> tuple[DeviceArray, 
         steps.append(sum(strides[i] for i in axes))
     out = ctx.backend.empty(shape, x.dtype)
     if out.size:
-        copy_strided(ctx, x, out, shape, steps, _strides(shape))
+        copy_strided(ctx, x, out, shape, steps, contiguous_strides(shape))
     return out, letters
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..ir import Node
-from ..ops.defs.attention import PREVIEW
+from ..ops.defs.attention import PREVIEW, check_softmax_precision
 from .array import DeviceArray
-from .attention import masked_softmax, scaled
+from .attention import float32_softmax, masked_softmax, scaled
 from .table import GPU_KERNELS, GPUContext, cast_to, matmul, permuted
 
 FLOAT32 = np.dtype(np.float32)
@@ -23,9 +23,9 @@ MODIFIERS = ("score_mod", "prob_mod")
 
 
 def _check(node: Node, opset: int) -> str | None:
-    code = node.attrs.get("softmax_precision", 1)
-    if code != 1:
-        return f"softmax_precision={code}: the GPU computes the softmax in float32 only"
+    precision = check_softmax_precision(node, opset) or float32_softmax(node, opset)
+    if precision is not None:
+        return precision
     for name in MODIFIERS:
         body = node.attrs.get(name)
         if body is not None and (len(body.inputs), len(body.outputs)) != (1, 1):

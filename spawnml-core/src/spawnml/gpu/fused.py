@@ -14,7 +14,8 @@ import numpy as np
 from ..kernel.library.chain import Chain, chain_kernel, decode, step
 from ..ops.defs.fused import DOMAIN
 from .array import DeviceArray, physical
-from .table import GPU_KERNELS, GPUContext, _broadcast_strides
+from .shapes import broadcast_strides
+from .table import GPU_KERNELS, GPUContext
 
 
 def run_chain(ctx: GPUContext, chain: Chain, inputs: Sequence[DeviceArray], name: str) -> DeviceArray:
@@ -28,7 +29,7 @@ def run_chain(ctx: GPUContext, chain: Chain, inputs: Sequence[DeviceArray], name
     k = chain_kernel(name, chain, tuple(x.elem for x in inputs), types, len(shape), strided)
     buffers = [*inputs, out]
     if any(strided):
-        rows = [_broadcast_strides(x.shape, shape) for x, wide in zip(inputs, strided, strict=True) if wide]
+        rows = [broadcast_strides(x.shape, shape) for x, wide in zip(inputs, strided, strict=True) if wide]
         buffers.append(ctx.backend.constant([*shape, *(s for row in rows for s in row)]))
     ctx.backend.launch_flat(k, buffers, out.size)
     return out

@@ -24,16 +24,18 @@ from ..kernel.library.scan import cumulative_rows, hardmax_rows, log_softmax_row
 from ..ops.defs.vision import unpool_attrs, unpooled_size
 from .array import DeviceArray
 from .fused import run_chain
-from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, _axis, _host, _strides, cast_to, copy_strided, take
+from .host import to_host
+from .shapes import axis_index, contiguous_strides
+from .table import ALL_FLOATS, GPU_KERNELS, GPUContext, cast_to, copy_strided, take
 
 
 @GPU_KERNELS.register("GatherElements", since=11)
 def gather_elements_(ctx: GPUContext, data: DeviceArray, indices: DeviceArray) -> DeviceArray:
     rank = len(data.shape)
-    axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
+    axis = axis_index(int(ctx.attrs.get("axis", 0)), rank)
     out = ctx.backend.empty(indices.shape, data.dtype)
     if out.size:
-        meta = ctx.backend.constant([*indices.shape, *_strides(data.shape)])
+        meta = ctx.backend.constant([*indices.shape, *contiguous_strides(data.shape)])
         k = gather_elements.specialize(T=data.elem, RANK=rank)
         scalars = {"axis": axis, "axis_dim": data.shape[axis]}
         ctx.backend.launch_flat(k, [data, indices, out, meta], out.size, **scalars)
@@ -42,20 +44,20 @@ def gather_elements_(ctx: GPUContext, data: DeviceArray, indices: DeviceArray) -
 
 @GPU_KERNELS.register("Tile", since=6)
 def tile_(ctx: GPUContext, x: DeviceArray, repeats: DeviceArray) -> DeviceArray:
-    counts = [int(r) for r in _host(ctx, repeats)]
+    counts = [int(r) for r in to_host(ctx, repeats)]
     if len(counts) != len(x.shape) or min(counts, default=0) < 0:
         raise InvalidArgumentError(f"Tile repeats {counts} do not fit a tensor of shape {list(x.shape)}")
     shape = [d * r for d, r in zip(x.shape, counts, strict=True)]
     out = ctx.backend.empty(shape, x.dtype)
     if out.size:
-        meta = ctx.backend.constant([*shape, *x.shape, *_strides(x.shape)])
+        meta = ctx.backend.constant([*shape, *x.shape, *contiguous_strides(x.shape)])
         ctx.backend.launch_flat(tile.specialize(T=x.elem, RANK=len(shape)), [x, out, meta], out.size)
     return out
 
 
 @GPU_KERNELS.register("Trilu", since=14)
 def trilu_(ctx: GPUContext, x: DeviceArray, k: DeviceArray | None = None) -> DeviceArray:
-    diagonal = 0 if k is None else int(_host(ctx, k).reshape(()))
+    diagonal = 0 if k is None else int(to_host(ctx, k).reshape(()))
     out = ctx.backend.empty(x.shape, x.dtype)
     if out.size:
         kernel = trilu.specialize(T=x.elem, UPPER=bool(ctx.attrs.get("upper", 1)))
@@ -67,22 +69,22 @@ def trilu_(ctx: GPUContext, x: DeviceArray, k: DeviceArray | None = None) -> Dev
 
 @GPU_KERNELS.register("Split", since=1)
 def split(ctx: GPUContext, x: DeviceArray, sizes: DeviceArray | None = None) -> tuple[DeviceArray, ...]:
-    axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", 0)), len(x.shape))
     count, size = len(ctx.node.outputs), x.shape[axis]
     listed = ctx.attrs.get("split")
     if listed is None and sizes is not None:
-        listed = [int(s) for s in _host(ctx, sizes)]
+        listed = [int(s) for s in to_host(ctx, sizes)]
     if listed is None:
         chunk = -(-size // count)
         listed = [chunk] * (count - 1) + [size - chunk * (count - 1)]
     if len(listed) != count or sum(listed) != size or min(listed) < 0:
         raise InvalidArgumentError(f"cannot split an axis of size {size} into {list(listed)}")
-    parts, start, strides = [], 0, _strides(x.shape)
+    parts, start, strides = [], 0, contiguous_strides(x.shape)
     for length in listed:
         shape = [*x.shape[:axis], int(length), *x.shape[axis + 1 :]]
         out = ctx.backend.empty(shape, x.dtype)
         if out.size:
-            copy_strided(ctx, x, out, shape, strides, _strides(shape), start * strides[axis])
+            copy_strided(ctx, x, out, shape, strides, contiguous_strides(shape), start * strides[axis])
         parts.append(out)
         start += int(length)
     return tuple(parts)
@@ -90,7 +92,7 @@ def split(ctx: GPUContext, x: DeviceArray, sizes: DeviceArray | None = None) -> 
 
 def _rows(ctx: GPUContext, x: DeviceArray, opset_coerces_2d: bool) -> tuple[int, int]:
     """``(D, inner)`` of the row operators: the axis alone from opset 13, all axes from it before."""
-    axis = _axis(int(ctx.attrs.get("axis", 1 if opset_coerces_2d else -1)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", 1 if opset_coerces_2d else -1)), len(x.shape))
     if opset_coerces_2d:
         return math.prod(x.shape[axis:]), 1
     return x.shape[axis], math.prod(x.shape[axis + 1 :])
@@ -116,7 +118,7 @@ def hardmax(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
 
 def cumulative(ctx: GPUContext, x: DeviceArray, axis: DeviceArray, product: bool) -> DeviceArray:
     """CumSum or CumProd along the axis ``axis`` holds."""
-    dim = _axis(int(_host(ctx, axis).reshape(())), len(x.shape))
+    dim = axis_index(int(to_host(ctx, axis).reshape(())), len(x.shape))
     out = ctx.backend.empty(x.shape, x.dtype)
     if out.size:
         flags = {
@@ -140,7 +142,7 @@ def cast_like(ctx: GPUContext, x: DeviceArray, like: DeviceArray) -> DeviceArray
 
 @GPU_KERNELS.register("Range", since=11)
 def range_(ctx: GPUContext, start: DeviceArray, limit: DeviceArray, delta: DeviceArray) -> DeviceArray:
-    first, last, step = (_host(ctx, v).reshape(()) for v in (start, limit, delta))
+    first, last, step = (to_host(ctx, v).reshape(()) for v in (start, limit, delta))
     if step == 0:
         raise InvalidArgumentError("Range delta cannot be 0")
     count = max(math.ceil((float(last) - float(first)) / float(step)), 0)
@@ -152,7 +154,9 @@ def range_(ctx: GPUContext, start: DeviceArray, limit: DeviceArray, delta: Devic
 def constant_of_shape(ctx: GPUContext, shape: DeviceArray) -> DeviceArray:
     value = ctx.attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
-    return ctx.backend.from_numpy(np.full([int(d) for d in _host(ctx, shape)], fill, np.asarray(fill).dtype))
+    return ctx.backend.from_numpy(
+        np.full([int(d) for d in to_host(ctx, shape)], fill, np.asarray(fill).dtype)
+    )
 
 
 @GPU_KERNELS.register("EyeLike", since=9)
@@ -174,8 +178,8 @@ def compress(ctx: GPUContext, data: DeviceArray, condition: DeviceArray) -> Devi
     """The slices of ``data`` along ``axis`` (of its flattened elements without one) where ``condition``."""
     axis = ctx.attrs.get("axis")
     source = data.view((data.size,)) if axis is None else data
-    axis = 0 if axis is None else _axis(int(axis), len(data.shape))
-    keep = _host(ctx, condition).reshape(-1).astype(bool)
+    axis = 0 if axis is None else axis_index(int(axis), len(data.shape))
+    keep = to_host(ctx, condition).reshape(-1).astype(bool)
     if keep.size > source.shape[axis]:
         raise InvalidArgumentError(
             f"Compress condition of length {keep.size} is longer than axis {axis} ({source.shape[axis]})"
@@ -188,8 +192,8 @@ def one_hot(ctx: GPUContext, indices: DeviceArray, depth: DeviceArray, values: D
     """``values[1]`` where an index (negative from the end) equals the position along the new
     ``axis``, else ``values[0]``: one generated elementwise launch over the broadcast operands."""
     rank = len(indices.shape) + 1
-    axis = _axis(int(ctx.attrs.get("axis", -1)), rank)
-    size = int(_host(ctx, depth).reshape(-1)[0])
+    axis = axis_index(int(ctx.attrs.get("axis", -1)), rank)
+    size = int(to_host(ctx, depth).reshape(-1)[0])
     if size < 1 or values.size != 2:
         raise InvalidArgumentError(
             f"OneHot needs a positive depth and two values, got {size} and {values.size}"
@@ -227,7 +231,7 @@ def gather_nd_(ctx: GPUContext, data: DeviceArray, indices: DeviceArray) -> Devi
     shape = [*indices.shape[:-1], *data.shape[batch + depth :]]
     out = ctx.backend.empty(shape, data.dtype)
     if out.size:
-        strides = _strides(data.shape)
+        strides = contiguous_strides(data.shape)
         meta = ctx.backend.constant([*data.shape[batch : batch + depth], *strides[batch : batch + depth]])
         scalars = {
             "inner": math.prod(data.shape[batch + depth :]),
@@ -264,7 +268,7 @@ def scatter_nd_(
     out = _copy(ctx, data)
     inner = math.prod(data.shape[depth:])
     if updates.size and inner:
-        strides = _strides(data.shape)
+        strides = contiguous_strides(data.shape)
         meta = ctx.backend.constant([*data.shape[:depth], *strides[:depth]])
         k = scatter_nd.specialize(T=data.elem, K=depth, REDUCTION=_reduction(ctx))
         count = math.prod(indices.shape[:-1])
@@ -278,10 +282,10 @@ def scatter_elements_(
     ctx: GPUContext, data: DeviceArray, indices: DeviceArray, updates: DeviceArray
 ) -> DeviceArray:
     rank = len(data.shape)
-    axis = _axis(int(ctx.attrs.get("axis", 0)), rank)
+    axis = axis_index(int(ctx.attrs.get("axis", 0)), rank)
     out = _copy(ctx, data)
     if updates.size:
-        meta = ctx.backend.constant([*updates.shape, *_strides(data.shape)])
+        meta = ctx.backend.constant([*updates.shape, *contiguous_strides(data.shape)])
         k = scatter_elements.specialize(T=data.elem, RANK=rank, REDUCTION=_reduction(ctx))
         length = updates.shape[axis]
         scalars = {
@@ -322,12 +326,12 @@ def max_unpool(
     flat = scatter_elements_(ctx, zeros, indices.view((indices.size,)), x.view((x.size,))).view(unpooled)
     if output_shape is None:
         return flat
-    target = [int(d) for d in _host(ctx, output_shape).reshape(-1)]
+    target = [int(d) for d in to_host(ctx, output_shape).reshape(-1)]
     if len(target) != len(unpooled) or any(t < u for t, u in zip(target, unpooled, strict=True)):
         raise InvalidArgumentError(
             f"output_shape {target} is smaller than the unpooled shape {list(unpooled)}"
         )
     # Copied on the device, so that no host copy of the zeros goes stale once the values land.
     out = _copy(ctx, ctx.backend.from_numpy(np.zeros(target, x.dtype)))
-    copy_strided(ctx, flat, out, unpooled, _strides(unpooled), _strides(target))
+    copy_strided(ctx, flat, out, unpooled, contiguous_strides(unpooled), contiguous_strides(target))
     return out

@@ -18,7 +18,9 @@ from ..kernel.library.movement import col2im, reverse_sequence
 from ..ops.shapes import as_text, window_attrs
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, copy_strided, permuted
+from .host import to_host
+from .shapes import axis_index, contiguous_strides
+from .table import GPU_KERNELS, GPUContext, copy_strided, permuted
 
 #: The axis orders of the blocks: (reshape to 6-D, transpose) for each mode.
 _DEPTH_TO_SPACE = {"DCR": (0, 3, 4, 1, 5, 2), "CRD": (0, 1, 4, 2, 5, 3)}
@@ -81,13 +83,15 @@ def dropout(ctx: GPUContext, x: DeviceArray, ratio: DeviceArray | None = None) -
 def reverse_sequence_(ctx: GPUContext, x: DeviceArray, lengths: DeviceArray) -> DeviceArray:
     """Each batch item's first ``lengths[b]`` steps reversed along ``time_axis``."""
     rank = len(x.shape)
-    time, batch = (_axis(int(ctx.attrs.get(a, d)), rank) for a, d in (("time_axis", 0), ("batch_axis", 1)))
+    time, batch = (
+        axis_index(int(ctx.attrs.get(a, d)), rank) for a, d in (("time_axis", 0), ("batch_axis", 1))
+    )
     if rank < 2 or time == batch or lengths.shape != (x.shape[batch],):
         raise InvalidArgumentError(
             f"ReverseSequence of shape {list(x.shape)} along axis {time} with lengths {list(lengths.shape)}"
         )
     out = ctx.backend.empty(x.shape, x.dtype)
-    strides = _strides(x.shape)
+    strides = contiguous_strides(x.shape)
     scalars = {
         "time_size": x.shape[time],
         "time_stride": strides[time],
@@ -103,8 +107,8 @@ def col2im_(
     ctx: GPUContext, x: DeviceArray, image_shape: DeviceArray, block_shape: DeviceArray
 ) -> DeviceArray:
     """Sliding blocks ``(N, C * prod(block), L)`` summed back into images ``(N, C, *image)``."""
-    image = [int(d) for d in _host(ctx, image_shape).reshape(-1)]
-    block = [int(d) for d in _host(ctx, block_shape).reshape(-1)]
+    image = [int(d) for d in to_host(ctx, image_shape).reshape(-1)]
+    block = [int(d) for d in to_host(ctx, block_shape).reshape(-1)]
     rank = len(image)
     strides, dilations, pads = window_attrs(ctx.attrs, block)
     counts = [
@@ -138,7 +142,7 @@ def tensor_scatter(
     """A copy of the cache ``past`` with each batch item's ``update`` steps written along ``axis`` from
     its write index (wrapping around in ``circular`` mode): strided copies of contiguous runs."""
     rank = len(past.shape)
-    axis = _axis(int(ctx.attrs.get("axis", -2)), rank)
+    axis = axis_index(int(ctx.attrs.get("axis", -2)), rank)
     if (
         axis == 0
         or update.shape[:axis] + update.shape[axis + 1 :] != past.shape[:axis] + past.shape[axis + 1 :]
@@ -151,12 +155,12 @@ def tensor_scatter(
     starts = (
         [0] * past.shape[0]
         if write_indices is None
-        else [int(s) for s in _host(ctx, write_indices).reshape(-1)]
+        else [int(s) for s in to_host(ctx, write_indices).reshape(-1)]
     )
     circular = as_text(ctx.attrs.get("mode", "linear")) == "circular"
     present = ctx.backend.empty(past.shape, past.dtype)
     ctx.backend.assign(present, past)
-    source, target = _strides(update.shape), _strides(past.shape)
+    source, target = contiguous_strides(update.shape), contiguous_strides(past.shape)
     for item, start in enumerate(starts):
         if not circular and not 0 <= start <= capacity - steps:
             raise InvalidArgumentError(f"writing {steps} steps at {start} overruns a cache of {capacity}")

@@ -8,7 +8,8 @@ import math
 from ..errors import InvalidArgumentError
 from ..kernel.library.linalg import determinant
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS, GPUContext, _strides, copy_strided
+from .shapes import contiguous_strides
+from .table import FLOATS, GPU_KERNELS, GPUContext, copy_strided
 
 
 @GPU_KERNELS.register("Det", since=11, dtypes=FLOATS)
@@ -19,7 +20,7 @@ def det(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     out = ctx.backend.empty(x.shape[:-2], x.dtype)
     if out.size:
         scratch = ctx.backend.empty(x.shape, x.dtype)
-        copy_strided(ctx, x, scratch, x.shape, _strides(x.shape), _strides(x.shape))
+        copy_strided(ctx, x, scratch, x.shape, contiguous_strides(x.shape), contiguous_strides(x.shape))
         k = determinant.specialize(T=x.elem)
         ctx.backend.launch_flat(k, [scratch, out], math.prod(x.shape[:-2]), N=x.shape[-1])
     return out

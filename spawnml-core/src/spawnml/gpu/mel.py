@@ -14,8 +14,9 @@ from ..errors import InvalidArgumentError
 from ..kernel.ir import f32, f64
 from ..kernel.library.mel import mel_weights
 from .array import DeviceArray
-from .signal import _numeric_output, _scalar
-from .table import GPU_KERNELS, GPUContext, _host
+from .host import host_int, to_host
+from .signal import check_numeric_output
+from .table import GPU_KERNELS, GPUContext
 
 
 def _hertz_to_mel(hertz: float) -> float:
@@ -31,7 +32,7 @@ def mel_edges(bins: int, length: int, rate: int, low_hertz: float, high_hertz: f
     return np.floor((length + 1) * hertz / rate).astype(np.int64)
 
 
-@GPU_KERNELS.register("MelWeightMatrix", since=17, check=_numeric_output)
+@GPU_KERNELS.register("MelWeightMatrix", since=17, check=check_numeric_output)
 def mel_weight_matrix(
     ctx: GPUContext,
     num_mel_bins: DeviceArray,
@@ -41,13 +42,13 @@ def mel_weight_matrix(
     upper_edge_hertz: DeviceArray,
 ) -> DeviceArray:
     """``(dft_length // 2 + 1, num_mel_bins)`` triangular filter weights."""
-    bins, length, rate = (_scalar(ctx, x) for x in (num_mel_bins, dft_length, sample_rate))
+    bins, length, rate = (host_int(ctx, x) for x in (num_mel_bins, dft_length, sample_rate))
     if bins < 1 or length < 1 or rate < 1:
         raise InvalidArgumentError(
             "MelWeightMatrix needs positive num_mel_bins, dft_length and sample_rate, "
             f"got {bins}, {length} and {rate}"
         )
-    low, high = (float(_host(ctx, x).reshape(-1)[0]) for x in (lower_edge_hertz, upper_edge_hertz))
+    low, high = (float(to_host(ctx, x).reshape(-1)[0]) for x in (lower_edge_hertz, upper_edge_hertz))
     edges = mel_edges(bins, length, rate, low, high)
     if np.abs(edges).max() > np.iinfo(np.int32).max:
         raise InvalidArgumentError(f"MelWeightMatrix edges up to {high} Hz overflow int32 bins")

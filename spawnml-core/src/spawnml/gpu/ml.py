@@ -16,7 +16,8 @@ from ..kernel.library.chain import step
 from ..ops.defs.ml import ML
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, GPUContext, _host, take
+from .host import to_host
+from .table import GPU_KERNELS, GPUContext, take
 
 _I32 = np.iinfo(np.int32)
 
@@ -38,7 +39,7 @@ def binarizer(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
 @GPU_KERNELS.register("ArrayFeatureExtractor", domain=ML, dtypes=(np.float32, np.float64, np.int32, np.int64))
 def array_feature_extractor(ctx: GPUContext, x: DeviceArray, indices: DeviceArray) -> DeviceArray:
     """The entries of ``x``'s last axis at ``indices`` (flattened); a vector gives one row."""
-    chosen = _host(ctx, indices).reshape(-1)
+    chosen = to_host(ctx, indices).reshape(-1)
     width = x.shape[-1] if x.shape else 0
     if not chosen.size or chosen.min() < 0 or chosen.max() >= width:
         raise InvalidArgumentError(

@@ -21,7 +21,8 @@ from .array import NARROW_FLOATS, NARROW_INTEGERS, DeviceArray
 from .fused import run_chain
 from .narrow import narrowed
 from .reduce import reduce
-from .table import FLOATS, GPU_KERNELS, GPUContext, _axis, matmul, take
+from .shapes import axis_index
+from .table import FLOATS, GPU_KERNELS, GPUContext, matmul, take
 
 #: The integer types a quantized tensor may have on the GPU.
 QUANTIZED = (*(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)), *NARROW_INTEGERS)
@@ -43,7 +44,7 @@ def _along(ctx: GPUContext, param: DeviceArray, shape: tuple[int, ...]) -> Devic
     block = int(ctx.attrs.get("block_size", 0))
     if param.size == 1 and not block:
         return param.view(())
-    axis = _axis(int(ctx.attrs.get("axis", 1)), len(shape))
+    axis = axis_index(int(ctx.attrs.get("axis", 1)), len(shape))
     if block:
         owner = np.arange(shape[axis], dtype=np.int32) // block
         if len(param.shape) != len(shape) or param.shape[axis] * block < shape[axis]:

@@ -19,19 +19,10 @@ from ..ir import Node
 from ..kernel.library.chain import step
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .control import _slice
 from .fused import ChainBuilder, ChainValue, run_chain, scalar
-from .table import (
-    FLOATS,
-    GPU_KERNELS,
-    GPUContext,
-    _host,
-    _strides,
-    concatenate,
-    copy_strided,
-    matmul,
-    permuted,
-)
+from .host import to_host
+from .shapes import contiguous_strides
+from .table import FLOATS, GPU_KERNELS, GPUContext, concatenate, copy_strided, index_along, matmul, permuted
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 #: The activation functions a recurrent node may name, as the elementwise operators computing them.
@@ -78,8 +69,8 @@ def _rows(ctx: GPUContext, x: DeviceArray, start: int, count: int) -> DeviceArra
     """Rows ``start`` to ``start + count`` of ``x`` along its first axis, copied."""
     shape = (count, *x.shape[1:])
     out = ctx.backend.empty(shape, x.dtype)
-    strides = _strides(x.shape)
-    copy_strided(ctx, x, out, shape, strides, _strides(shape), src_offset=start * strides[0])
+    strides = contiguous_strides(x.shape)
+    copy_strided(ctx, x, out, shape, strides, contiguous_strides(shape), src_offset=start * strides[0])
     return out
 
 
@@ -103,8 +94,8 @@ class _Cell:
         clip = ctx.attrs.get("clip")
         self.bounds = [] if clip is None else [scalar(ctx, -float(clip)), scalar(ctx, float(clip))]
         rows = x.view((steps * batch, size))
-        weights, recurrence = _slice(ctx, w, 0, index), _slice(ctx, r, 0, index)
-        bias = None if b is None else _slice(ctx, b, 0, index)
+        weights, recurrence = index_along(ctx, w, 0, index), index_along(ctx, r, 0, index)
+        bias = None if b is None else index_along(ctx, b, 0, index)
         zeros = ctx.backend.from_numpy(np.zeros(hidden, x.dtype))
         self.projected, self.recurrence, self.bias = [], [], []
         for g in range(gates):
@@ -122,7 +113,7 @@ class _Cell:
         self, ctx: GPUContext, chain: ChainBuilder, g: int, t: int, h: DeviceArray, *extra: ChainValue
     ) -> ChainValue:
         """Gate ``g`` at step ``t``: ``x_t W_g^T + h R_g^T + Wb_g + Rb_g`` plus ``extra``, clipped."""
-        projected = chain.input(_slice(ctx, self.projected[g], 0, t))
+        projected = chain.input(index_along(ctx, self.projected[g], 0, t))
         total = chain.add("Add", projected, chain.input(matmul(ctx, h, self.recurrence[g])))
         for ref in (chain.input(self.bias[g]), *extra):
             total = chain.add("Add", total, ref)
@@ -156,7 +147,7 @@ def _gru_step(ctx: GPUContext, cell: _Cell, t: int, states: list[DeviceArray]) -
             "Add", chain.input(matmul(ctx, h, cell.recurrence[2])), chain.input(cell.bias[2])
         )
         candidate = chain.add(
-            "Add", chain.input(_slice(ctx, cell.projected[2], 0, t)), chain.add("Mul", reset, recurrent)
+            "Add", chain.input(index_along(ctx, cell.projected[2], 0, t)), chain.add("Mul", reset, recurrent)
         )
     else:
         chain = ChainBuilder()
@@ -165,7 +156,7 @@ def _gru_step(ctx: GPUContext, cell: _Cell, t: int, states: list[DeviceArray]) -
         chain = ChainBuilder()
         candidate = chain.add(
             "Add",
-            chain.input(_slice(ctx, cell.projected[2], 0, t)),
+            chain.input(index_along(ctx, cell.projected[2], 0, t)),
             chain.input(matmul(ctx, reset_h, cell.recurrence[2])),
         )
         candidate = chain.add("Add", candidate, chain.input(cell.bias[2]))
@@ -228,16 +219,16 @@ def recurrent(
         initial = [None if s is None else permuted(ctx, s, [1, 0, 2]) for s in initial]
     steps, batch, _ = x.shape
     hidden = r.shape[-1]
-    lengths = np.full(batch, steps) if sequence_lens is None else _host(ctx, sequence_lens).reshape(-1)
+    lengths = np.full(batch, steps) if sequence_lens is None else to_host(ctx, sequence_lens).reshape(-1)
     zeros = ctx.backend.from_numpy(np.zeros((batch, hidden), x.dtype))
     outputs, finals = [], []
     for index in range(w.shape[0]):
         cell = _Cell(ctx, x, w, r, b, index)
-        states = [zeros if s is None else _slice(ctx, s, 0, index) for s in initial]
+        states = [zeros if s is None else index_along(ctx, s, 0, index) for s in initial]
         states += (
             []
             if peepholes is None
-            else [_rows(ctx, _slice(ctx, peepholes, 0, index), k * hidden, hidden) for k in range(3)]
+            else [_rows(ctx, index_along(ctx, peepholes, 0, index), k * hidden, hidden) for k in range(3)]
         )
         reverse = index == 1 or as_text(ctx.attrs.get("direction", "forward")) == "reverse"
         ys: list[DeviceArray] = [zeros] * steps

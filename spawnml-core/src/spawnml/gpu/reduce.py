@@ -23,7 +23,9 @@ from ..kernel.library.topk import top_k as top_k_kernel
 from ..ops.defs.reduce import AXES_INPUT_SINCE
 from .array import DeviceArray
 from .fused import run_chain, scalar
-from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext, _axes, _axis, _host, permuted
+from .host import axes_argument, to_host
+from .shapes import axis_index
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext, permuted
 
 #: The value of each reduction over no elements, given the element type.
 _EMPTY = {
@@ -53,11 +55,11 @@ def reduce(ctx: GPUContext, kind: str, x: DeviceArray, axes: DeviceArray | None)
     """The ``kind`` reduction of ``x`` over the node's axes."""
     if kind in FLOAT_KINDS and not x.elem.is_float:
         raise InvalidArgumentError(f"Reduce{kind} on the GPU takes float tensors, not {x.dtype}")
-    chosen = _axes(ctx, axes)
+    chosen = axes_argument(ctx, axes)
     if not chosen and ctx.attrs.get("noop_with_empty_axes", 0):
         return x
     rank = len(x.shape)
-    reduced = sorted({_axis(a, rank) for a in chosen} if chosen else range(rank))
+    reduced = sorted({axis_index(a, rank) for a in chosen} if chosen else range(rank))
     shape = _shape(x, reduced, bool(ctx.attrs.get("keepdims", 1)))
     rows = math.prod(shape)
     if x.size == 0:
@@ -71,7 +73,7 @@ def reduce(ctx: GPUContext, kind: str, x: DeviceArray, axes: DeviceArray | None)
 
 def arg(ctx: GPUContext, x: DeviceArray, largest: bool) -> DeviceArray:
     """ArgMax / ArgMin along ``axis``: int64 indices."""
-    axis = _axis(int(ctx.attrs.get("axis", 0)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", 0)), len(x.shape))
     shape = _shape(x, [axis], bool(ctx.attrs.get("keepdims", 1)))
     out = ctx.backend.empty(shape, np.dtype(np.int64))
     if out.size:
@@ -85,7 +87,7 @@ def arg(ctx: GPUContext, x: DeviceArray, largest: bool) -> DeviceArray:
 
 def top_k(ctx: GPUContext, x: DeviceArray, k: int) -> tuple[DeviceArray, DeviceArray]:
     """The ``k`` largest (or smallest) values along ``axis``, in order, and their int64 indices."""
-    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", -1)), len(x.shape))
     if not 0 <= k <= x.shape[axis]:
         raise InvalidArgumentError(f"TopK: k={k} is not within the {x.shape[axis]} elements of axis {axis}")
     shape = (*x.shape[:axis], k, *x.shape[axis + 1 :])
@@ -106,7 +108,7 @@ def _p_one_or_two(node: Node, opset: int) -> str | None:
 @GPU_KERNELS.register("LpNormalization", check=_p_one_or_two, dtypes=FLOATS)
 def lp_normalization(ctx: GPUContext, x: DeviceArray) -> DeviceArray:
     """``x`` over its L1 or L2 norm along ``axis``; 0 where the norm is 0."""
-    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", -1)), len(x.shape))
     if x.size == 0:
         return x
     norm = ctx.backend.empty(_shape(x, [axis], keep=True), x.dtype)
@@ -156,7 +158,9 @@ def _register() -> None:
     GPU_KERNELS.register("ArgMax")(lambda ctx, x: arg(ctx, x, largest=True))
     GPU_KERNELS.register("ArgMin")(lambda ctx, x: arg(ctx, x, largest=False))
     GPU_KERNELS.register("TopK", until=10)(lambda ctx, x: top_k(ctx, x, int(ctx.attrs["k"])))
-    GPU_KERNELS.register("TopK", since=10)(lambda ctx, x, k: top_k(ctx, x, int(_host(ctx, k).reshape(-1)[0])))
+    GPU_KERNELS.register("TopK", since=10)(
+        lambda ctx, x, k: top_k(ctx, x, int(to_host(ctx, k).reshape(-1)[0]))
+    )
 
 
 _register()

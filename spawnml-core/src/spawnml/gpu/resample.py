@@ -12,37 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Node
+from ..ops.defs.nn import CROP, LEGACY_NEAREST
 from ..ops.shapes import as_text
 
 F32 = np.float32
-#: Nearest rounding of Upsample and Resize-10: floor when enlarging, ceil when shrinking.
-LEGACY_NEAREST = "legacy"
-CROP = "tf_crop_and_resize"
-TRANSFORMS = frozenset(
-    {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners"}
-    | {"asymmetric", CROP}
-)
-NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
-MODES = frozenset({"nearest", "linear", "cubic"})
-
-
-def check(node: Node, opset: int) -> str | None:
-    """Why a Resize node is refused on the GPU (None when its taps can be computed)."""
-    attrs = node.attrs
-    known = {
-        "mode": ("nearest", MODES),
-        "coordinate_transformation_mode": ("half_pixel", TRANSFORMS),
-        "nearest_mode": ("round_prefer_floor", NEAREST_MODES),
-        "keep_aspect_ratio_policy": ("stretch", {"stretch", "not_larger", "not_smaller"}),
-    }
-    for name, (default, allowed) in known.items():
-        value = as_text(attrs.get(name, default))
-        if value not in allowed:
-            return f"{name} {value!r} is not supported on the GPU"
-    if attrs.get("antialias", 0) and as_text(attrs.get("mode", "nearest")) == "nearest":
-        return "antialias needs mode 'linear' or 'cubic'"
-    return None
 
 
 def source_coords(

@@ -23,7 +23,8 @@ from ..kernel.library.grid_sample import (
 )
 from ..ops.shapes import as_text
 from .array import DeviceArray
-from .table import FLOATS, GPU_KERNELS, GPUContext, _host, matmul, permuted
+from .host import to_host
+from .table import FLOATS, GPU_KERNELS, GPUContext, matmul, permuted
 
 
 def _grid_line(size: int, align_corners: bool) -> np.ndarray:
@@ -36,7 +37,7 @@ def _grid_line(size: int, align_corners: bool) -> np.ndarray:
 @GPU_KERNELS.register("AffineGrid", since=20, dtypes=FLOATS)
 def affine_grid(ctx: GPUContext, theta: DeviceArray, size: DeviceArray) -> DeviceArray:
     """``(N, *spatial, rank)`` sampling coordinates, innermost axis first, as GridSample reads them."""
-    dims = [int(d) for d in _host(ctx, size).reshape(-1)]
+    dims = [int(d) for d in to_host(ctx, size).reshape(-1)]
     rank = len(dims) - 2
     if rank not in (2, 3) or theta.shape != (dims[0], rank, rank + 1):
         raise InvalidArgumentError(

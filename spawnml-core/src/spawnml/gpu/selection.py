@@ -33,7 +33,9 @@ from ..kernel.library.selection import (
 )
 from .array import DeviceArray
 from .fused import run_chain
-from .table import GPU_KERNELS, GPUContext, _axis, _host, concatenate
+from .host import to_host
+from .shapes import axis_index
+from .table import GPU_KERNELS, GPUContext, concatenate
 
 #: Elements one thread of NonZero's counting and writing kernels walks.
 BLOCK = 256
@@ -82,7 +84,7 @@ def unique(ctx: GPUContext, x: DeviceArray) -> tuple[DeviceArray, DeviceArray, D
     if axis is None:
         outer, rows, inner, source = 1, x.size, 1, x.view((x.size,))
     else:
-        axis = _axis(int(axis), len(x.shape))
+        axis = axis_index(int(axis), len(x.shape))
         outer, rows, inner = math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1 :])
         source = x
     found = 0
@@ -148,7 +150,9 @@ def non_max_suppression(
             "are not (B, N, 4) and (B, C, N)"
         )
     batches, count = boxes.shape[:2]
-    given = None if max_output_boxes_per_class is None else _host(ctx, max_output_boxes_per_class).reshape(-1)
+    given = (
+        None if max_output_boxes_per_class is None else to_host(ctx, max_output_boxes_per_class).reshape(-1)
+    )
     limit = min(max(int(given[0]) if given is not None and given.size else 0, 0), count)
     rows = batches * scores.shape[1]
     if not limit or not rows:

@@ -19,12 +19,14 @@ from ..ir import Node
 from ..ops.defs.control import FLOAT_CODE
 from ..tensor import EMPTY_OPTIONAL, TensorSequence
 from .array import PHYSICAL, DeviceArray
-from .table import GPU_KERNELS, GPUContext, _axis, _host, _strides, concatenate, copy_strided
+from .host import to_host
+from .shapes import axis_index, contiguous_strides
+from .table import GPU_KERNELS, GPUContext, concatenate, copy_strided
 
 
 def _position(ctx: GPUContext, position: DeviceArray, size: int, insert: bool = False) -> int:
     """A position in ``[-size, size)`` (``[-size, size]`` to insert) counted from the front."""
-    index = int(_host(ctx, position).reshape(-1)[0])
+    index = int(to_host(ctx, position).reshape(-1)[0])
     end = size + 1 if insert else size
     if not -size <= index < end:
         raise InvalidArgumentError(f"position {index} is out of range for a sequence of {size} tensors")
@@ -88,8 +90,8 @@ def _piece(ctx: GPUContext, x: DeviceArray, axis: int, start: int, count: int) -
     shape = [*x.shape[:axis], count, *x.shape[axis + 1 :]]
     out = ctx.backend.empty(shape, x.dtype)
     if out.size:
-        strides = _strides(x.shape)
-        copy_strided(ctx, x, out, shape, strides, _strides(shape), src_offset=start * strides[axis])
+        strides = contiguous_strides(x.shape)
+        copy_strided(ctx, x, out, shape, strides, contiguous_strides(shape), src_offset=start * strides[axis])
     return out
 
 
@@ -109,9 +111,9 @@ def _split_sizes(split: np.ndarray, size: int) -> list[int]:
 def split_to_sequence(ctx: GPUContext, data: DeviceArray, split: DeviceArray | None = None) -> TensorSequence:
     """Pieces of ``data`` along ``axis``, sized by ``split`` (a scalar: the size of every piece but
     a shorter last one), or of one element each, the axis dropped unless ``keepdims``."""
-    axis = _axis(int(ctx.attrs.get("axis", 0)), len(data.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", 0)), len(data.shape))
     size = data.shape[axis]
-    sizes = [1] * size if split is None else _split_sizes(_host(ctx, split), size)
+    sizes = [1] * size if split is None else _split_sizes(to_host(ctx, split), size)
     starts: Sequence[int] | np.ndarray = (
         np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if sizes else []
     )
@@ -131,10 +133,10 @@ def concat_from_sequence(ctx: GPUContext, sequence: TensorSequence) -> DeviceArr
     items: list[DeviceArray] = list(sequence.items)
     rank = len(items[0].shape)
     if ctx.attrs.get("new_axis", 0):
-        axis = _axis(int(ctx.attrs["axis"]), rank + 1)
+        axis = axis_index(int(ctx.attrs["axis"]), rank + 1)
         items = [x.view((*x.shape[:axis], 1, *x.shape[axis:])) for x in items]
     else:
-        axis = _axis(int(ctx.attrs["axis"]), rank)
+        axis = axis_index(int(ctx.attrs["axis"]), rank)
     return concatenate(ctx, items, axis)
 
 

@@ -18,7 +18,8 @@ from ..kernel.library.dft import dft as dft_kernel
 from ..ops.defs.signal import dft_axis, dft_sizes, stft_frames
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, GPUContext, _host, take
+from .host import host_int
+from .table import FLOATS, GPU_KERNELS, GPUContext, take
 
 
 def _flags(node: Node, opset: int) -> str | None:
@@ -26,17 +27,13 @@ def _flags(node: Node, opset: int) -> str | None:
     return f"{', '.join(bad)} must be 0 or 1" if bad else None
 
 
-def _scalar(ctx: GPUContext, x: DeviceArray) -> int:
-    return int(_host(ctx, x).reshape(-1)[0])
-
-
 @GPU_KERNELS.register("DFT", since=17, check=_flags, dtypes=FLOATS)
 def dft(
     ctx: GPUContext, x: DeviceArray, dft_length: DeviceArray | None = None, axis: DeviceArray | None = None
 ) -> DeviceArray:
     """``(..., 1 or 2)`` real or complex input; complex output, or real from a one-sided inverse."""
-    chosen = dft_axis(int(ctx.attrs.get("axis", -2)) if axis is None else _scalar(ctx, axis), len(x.shape))
-    requested = None if dft_length is None else _scalar(ctx, dft_length)
+    chosen = dft_axis(int(ctx.attrs.get("axis", -2)) if axis is None else host_int(ctx, axis), len(x.shape))
+    requested = None if dft_length is None else host_int(ctx, dft_length)
     return transform(
         ctx, x, chosen, requested, bool(ctx.attrs.get("inverse", 0)), bool(ctx.attrs.get("onesided", 0))
     )
@@ -77,12 +74,12 @@ def stft(
             f"STFT takes a signal of shape (batch, length, 1 or 2), not {list(signal.shape)}"
         )
     if frame_length is not None:
-        size = _scalar(ctx, frame_length)
+        size = host_int(ctx, frame_length)
     else:
         size = signal.shape[1] if window is None else window.shape[0]
     if window is not None and window.shape != (size,):
         raise InvalidArgumentError(f"an STFT window of shape {list(window.shape)} for frames of {size}")
-    hop = _scalar(ctx, frame_step)
+    hop = host_int(ctx, frame_step)
     starts = np.arange(stft_frames(signal.shape[1], size, hop)) * hop
     positions = (starts[:, None] + np.arange(size)).astype(np.int32)
     frames = take(ctx, signal, ctx.backend.from_numpy(positions), 1)
@@ -115,7 +112,7 @@ _COSINE_SUMS = {
 }
 
 
-def _numeric_output(node: Node, opset: int) -> str | None:
+def check_numeric_output(node: Node, opset: int) -> str | None:
     dtype = from_onnx(int(node.attrs.get("output_datatype", 1)))
     return (
         None if dtype in PHYSICAL and dtype != np.bool_ else f"output_datatype {dtype} is not held on the GPU"
@@ -124,7 +121,7 @@ def _numeric_output(node: Node, opset: int) -> str | None:
 
 def _window(ctx: GPUContext, size: DeviceArray, coefficients: tuple[float, ...]) -> DeviceArray:
     """The window of ``size`` points over a period of ``size`` (``periodic``) or ``size - 1``."""
-    count = _scalar(ctx, size)
+    count = host_int(ctx, size)
     if count < 1:
         raise InvalidArgumentError(f"a window size must be positive, got {count}")
     period = count if ctx.attrs.get("periodic", 1) else count - 1
@@ -139,7 +136,7 @@ def _window(ctx: GPUContext, size: DeviceArray, coefficients: tuple[float, ...])
 
 def _register_windows() -> None:
     for name, coefficients in WINDOW_COEFFICIENTS.items():
-        GPU_KERNELS.register(name, since=17, check=_numeric_output)(
+        GPU_KERNELS.register(name, since=17, check=check_numeric_output)(
             lambda ctx, size, _c=coefficients: _window(ctx, size, _c)
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import ml_dtypes
 import numpy as np
@@ -30,8 +30,10 @@ from ..kernel.library.remainder import integer_power
 from ..kernel.library.rows import layernorm_rows, softmax_rows
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
 from .array import NARROW_FLOATS, PHYSICAL, DeviceArray
+from .host import axes_argument, to_host
 from .narrow import NARROWED, narrowed
 from .registry import GPU_KERNELS
+from .shapes import axis_index, broadcast_strides, contiguous_strides
 
 if TYPE_CHECKING:
     from .backend import GPUBackend
@@ -53,36 +55,6 @@ ALL_FLOATS = (*FLOATS, np.float64)
 Array = DeviceArray
 #: Integers from an attribute, or read back from the device.
 Ints = Sequence[int] | np.ndarray
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, step = [], 1
-    for dim in reversed(shape):
-        out.append(step)
-        step *= dim
-    return out[::-1]
-
-
-def _broadcast_strides(shape: Sequence[int], out: Sequence[int]) -> list[int]:
-    """Strides reading ``shape`` as if broadcast to ``out`` (0 along broadcast axes)."""
-    padded = [1] * (len(out) - len(shape)) + list(shape)
-    return [
-        0 if dim == 1 and want != 1 else s for dim, want, s in zip(padded, out, _strides(padded), strict=True)
-    ]
-
-
-@overload
-def _host(ctx: GPUContext, x: Array) -> np.ndarray: ...
-@overload
-def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None: ...
-def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None:
-    return None if x is None else ctx.backend.to_numpy(x)
-
-
-def _axis(axis: int, rank: int) -> int:
-    if not -rank <= axis < max(rank, 1):
-        raise InvalidArgumentError(f"axis {axis} is out of range for rank {rank}")
-    return axis % max(rank, 1)
 
 
 # Elementwise ------------------------------------------------------------------------------
@@ -117,7 +89,7 @@ def binary(ctx: GPUContext, op: str, x: Array, y: Array) -> Array:
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, np.dtype(np.bool_) if op in _COMPARISONS else x.dtype)
     meta = ctx.backend.constant(
-        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+        [*shape, *broadcast_strides(x.shape, shape), *broadcast_strides(y.shape, shape)]
     )
     k = _mapped(op, _elem_of(op, x), out.elem, len(shape))
     ctx.backend.launch_flat(k, [x, y, out, meta], out.size)
@@ -170,7 +142,7 @@ def pow_(ctx: GPUContext, x: Array, y: Array) -> Array:
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
     meta = ctx.backend.constant(
-        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+        [*shape, *broadcast_strides(x.shape, shape), *broadcast_strides(y.shape, shape)]
     )
     ctx.backend.launch_flat(integer_power.specialize(RANK=len(shape)), [x, y, out, meta], out.size)
     return out
@@ -190,7 +162,7 @@ _register_elementwise()
 def where(ctx: GPUContext, cond: Array, x: Array, y: Array) -> Array:
     shape = np.broadcast_shapes(cond.shape, x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
-    rows = [_broadcast_strides(a.shape, shape) for a in (cond, x, y)]
+    rows = [broadcast_strides(a.shape, shape) for a in (cond, x, y)]
     meta = ctx.backend.constant([*shape, *(s for row in rows for s in row)])
     ctx.backend.launch_flat(map3.specialize(T=x.elem, RANK=len(shape)), [cond, x, y, out, meta], out.size)
     return out
@@ -245,8 +217,8 @@ def copy_strided(
 def permuted(ctx: GPUContext, x: Array, perm: Sequence[int]) -> Array:
     shape = [x.shape[p] for p in perm]
     out = ctx.backend.empty(shape, x.dtype)
-    strides = _strides(x.shape)
-    copy_strided(ctx, x, out, shape, [strides[p] for p in perm], _strides(shape))
+    strides = contiguous_strides(x.shape)
+    copy_strided(ctx, x, out, shape, [strides[p] for p in perm], contiguous_strides(shape))
     return out
 
 
@@ -258,9 +230,9 @@ def transpose(ctx: GPUContext, x: Array) -> Array:
 
 @GPU_KERNELS.register("Expand", since=8)
 def expand(ctx: GPUContext, x: Array, shape: Array) -> Array:
-    target = np.broadcast_shapes(x.shape, tuple(int(d) for d in _host(ctx, shape)))
+    target = np.broadcast_shapes(x.shape, tuple(int(d) for d in to_host(ctx, shape)))
     out = ctx.backend.empty(target, x.dtype)
-    copy_strided(ctx, x, out, target, _broadcast_strides(x.shape, target), _strides(target))
+    copy_strided(ctx, x, out, target, broadcast_strides(x.shape, target), contiguous_strides(target))
     return out
 
 
@@ -280,9 +252,9 @@ def slice_(
     axes: Array | None = None,
     steps: Array | None = None,
 ) -> Array:
-    first, last = _host(ctx, starts), _host(ctx, ends)
-    chosen = range(len(first)) if axes is None else _host(ctx, axes)
-    stride = [1] * len(first) if steps is None else _host(ctx, steps)
+    first, last = to_host(ctx, starts), to_host(ctx, ends)
+    chosen = range(len(first)) if axes is None else to_host(ctx, axes)
+    stride = [1] * len(first) if steps is None else to_host(ctx, steps)
     return sliced(ctx, x, first, last, chosen, stride)
 
 
@@ -298,23 +270,40 @@ def sliced(
     rank = len(x.shape)
     ranges = [range(dim) for dim in x.shape]
     for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
-        axis = _axis(int(axis), rank)
+        axis = axis_index(int(axis), rank)
         if step == 0:
             raise InvalidArgumentError("Slice steps must not be 0")
         ranges[axis] = ranges[axis][int(start) : int(end) : int(step)]
     shape = [len(r) for r in ranges]
     out = ctx.backend.empty(shape, x.dtype)
-    base = _strides(x.shape)
+    base = contiguous_strides(x.shape)
     offset = sum(r.start * s for r, s in zip(ranges, base, strict=True) if len(r))
     copy_strided(
-        ctx, x, out, shape, [r.step * s for r, s in zip(ranges, base, strict=True)], _strides(shape), offset
+        ctx,
+        x,
+        out,
+        shape,
+        [r.step * s for r, s in zip(ranges, base, strict=True)],
+        contiguous_strides(shape),
+        offset,
     )
+    return out
+
+
+def index_along(ctx: GPUContext, x: Array, axis: int, index: int) -> Array:
+    """``x[..., index, ...]`` along ``axis``, as a new tensor without that axis."""
+    shape = [d for i, d in enumerate(x.shape) if i != axis]
+    strides = contiguous_strides(x.shape)
+    out = ctx.backend.empty(shape, x.dtype)
+    if out.size:
+        source = [s for i, s in enumerate(strides) if i != axis]
+        copy_strided(ctx, x, out, shape, source, contiguous_strides(shape), src_offset=index * strides[axis])
     return out
 
 
 @GPU_KERNELS.register("Concat", since=4)
 def concat(ctx: GPUContext, *xs: Array) -> Array:
-    return concatenate(ctx, xs, _axis(int(ctx.attrs["axis"]), len(xs[0].shape)))
+    return concatenate(ctx, xs, axis_index(int(ctx.attrs["axis"]), len(xs[0].shape)))
 
 
 def concatenate(ctx: GPUContext, xs: Sequence[Array], axis: int) -> Array:
@@ -322,17 +311,19 @@ def concatenate(ctx: GPUContext, xs: Sequence[Array], axis: int) -> Array:
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
     out = ctx.backend.empty(shape, xs[0].dtype)
-    strides, offset = _strides(shape), 0
+    strides, offset = contiguous_strides(shape), 0
     for x in xs:
         if x.size:
-            copy_strided(ctx, x, out, x.shape, _strides(x.shape), strides, dst_offset=offset * strides[axis])
+            copy_strided(
+                ctx, x, out, x.shape, contiguous_strides(x.shape), strides, dst_offset=offset * strides[axis]
+            )
         offset += x.shape[axis]
     return out
 
 
 @GPU_KERNELS.register("Gather", since=1)
 def gather_(ctx: GPUContext, data: Array, indices: Array) -> Array:
-    return take(ctx, data, indices, _axis(int(ctx.attrs.get("axis", 0)), len(data.shape)))
+    return take(ctx, data, indices, axis_index(int(ctx.attrs.get("axis", 0)), len(data.shape)))
 
 
 def take(ctx: GPUContext, data: Array, indices: Array, axis: int) -> Array:
@@ -348,7 +339,7 @@ def take(ctx: GPUContext, data: Array, indices: Array, axis: int) -> Array:
 # Views ------------------------------------------------------------------------------------
 @GPU_KERNELS.register("Reshape", since=5)
 def reshape(ctx: GPUContext, x: Array, shape: Array) -> Array:
-    wanted = [int(d) for d in _host(ctx, shape)]
+    wanted = [int(d) for d in to_host(ctx, shape)]
     if not ctx.attrs.get("allowzero", 0):
         wanted = [x.shape[i] if d == 0 else d for i, d in enumerate(wanted)]
     if -1 in wanted:
@@ -364,28 +355,23 @@ def flatten(ctx: GPUContext, x: Array) -> Array:
     return x.view((math.prod(x.shape[:axis]), math.prod(x.shape[axis:])))
 
 
-def _axes(ctx: GPUContext, given: Array | None) -> list[int] | None:
-    axes = ctx.attrs.get("axes") if given is None else _host(ctx, given)
-    return None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
-
-
 @GPU_KERNELS.register("Squeeze", since=1)
 def squeeze(ctx: GPUContext, x: Array, axes: Array | None = None) -> Array:
-    chosen = _axes(ctx, axes)
+    chosen = axes_argument(ctx, axes)
     drop = (
         {i for i, d in enumerate(x.shape) if d == 1}
         if chosen is None
-        else {_axis(a, len(x.shape)) for a in chosen}
+        else {axis_index(a, len(x.shape)) for a in chosen}
     )
     return x.view(tuple(d for i, d in enumerate(x.shape) if i not in drop))
 
 
 @GPU_KERNELS.register("Unsqueeze", since=1)
 def unsqueeze(ctx: GPUContext, x: Array, axes: Array | None = None) -> Array:
-    chosen = _axes(ctx, axes) or []
+    chosen = axes_argument(ctx, axes) or []
     rank = len(x.shape) + len(chosen)
     shape, rest = [], iter(x.shape)
-    inserted = {_axis(a, rank) for a in chosen}
+    inserted = {axis_index(a, rank) for a in chosen}
     for i in range(rank):
         shape.append(1 if i in inserted else next(rest))
     return x.view(tuple(shape))
@@ -437,7 +423,7 @@ def _batched(ctx: GPUContext, x: Array, batch: tuple[int, ...]) -> Array:
         return x
     target = (*batch, *x.shape[-2:])
     out = ctx.backend.empty(target, x.dtype)
-    copy_strided(ctx, x, out, target, _broadcast_strides(x.shape, target), _strides(target))
+    copy_strided(ctx, x, out, target, broadcast_strides(x.shape, target), contiguous_strides(target))
     return out
 
 
@@ -445,7 +431,7 @@ def _batched(ctx: GPUContext, x: Array, batch: tuple[int, ...]) -> Array:
 def softmax(ctx: GPUContext, x: Array) -> Array:
     _float(x, "Softmax")
     rank = len(x.shape)
-    axis = _axis(int(ctx.attrs.get("axis", -1 if ctx.opset >= 13 else 1)), rank)
+    axis = axis_index(int(ctx.attrs.get("axis", -1 if ctx.opset >= 13 else 1)), rank)
     if ctx.opset >= 13:
         size, inner = x.shape[axis], math.prod(x.shape[axis + 1 :])
     else:
@@ -480,7 +466,7 @@ def normalize(
 ) -> tuple[Array, Array, Array]:
     """Layer (``centered``) or RMS normalization over the axes from ``axis`` on, with the statistics."""
     _float(x, "LayerNormalization" if centered else "RMSNormalization")
-    axis = _axis(int(ctx.attrs.get("axis", -1)), len(x.shape))
+    axis = axis_index(int(ctx.attrs.get("axis", -1)), len(x.shape))
     size = math.prod(x.shape[axis:])
     params = [_sized(ctx, p, x.shape[axis:]) for p in (scale, bias)]
     out = ctx.backend.empty(x.shape, x.dtype)
@@ -500,5 +486,5 @@ def _sized(ctx: GPUContext, p: Array | None, shape: tuple[int, ...]) -> Array:
     if p.shape == shape or (p.size == math.prod(shape) and len(p.shape) <= len(shape)):
         return p
     out = ctx.backend.empty(shape, p.dtype)
-    copy_strided(ctx, p, out, shape, _broadcast_strides(p.shape, shape), _strides(shape))
+    copy_strided(ctx, p, out, shape, broadcast_strides(p.shape, shape), contiguous_strides(shape))
     return out

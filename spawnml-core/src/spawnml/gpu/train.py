@@ -21,7 +21,8 @@ from ..ops.defs.train import DOMAIN
 from ..ops.shapes import as_text
 from .array import DeviceArray
 from .fused import ChainBuilder, ChainValue, scalar
-from .table import FLOATS, GPU_KERNELS, GPUContext, _host
+from .host import to_host
+from .table import FLOATS, GPU_KERNELS, GPUContext
 
 Array = DeviceArray
 
@@ -209,7 +210,7 @@ def _preview_optimizer(name: str) -> Any:
         count = optimizer_groups(name, 2 + len(tensors))
         if len(tensors) != count * (2 + states):
             raise InvalidArgumentError(f"{name} takes X, G and {states} state tensor(s) per optimized tensor")
-        r, t = float(_host(ctx, rate).reshape(-1)[0]), int(_host(ctx, step).reshape(-1)[0])
+        r, t = float(to_host(ctx, rate).reshape(-1)[0]), int(to_host(ctx, step).reshape(-1)[0])
         results = [update(ctx, r, t, *tensors[i::count]) for i in range(count)]
         # Outputs: every updated X, then every first state, then every second state.
         return tuple(result[k] for k in range(1 + states) for result in results)

@@ -11,7 +11,8 @@ from ..kernel.library.chain import step
 from ..kernel.library.remainder import float_mod
 from .array import DeviceArray
 from .fused import run_chain
-from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext, _broadcast_strides
+from .shapes import broadcast_strides
+from .table import ALL_FLOATS, FLOATS, GPU_KERNELS, GPUContext
 
 BOOL = np.dtype(np.bool_)
 INTEGERS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.uint32, np.uint64)
@@ -90,7 +91,7 @@ def mod(ctx: GPUContext, x: DeviceArray, y: DeviceArray) -> DeviceArray:
     shape = np.broadcast_shapes(x.shape, y.shape)
     out = ctx.backend.empty(shape, x.dtype)
     meta = ctx.backend.constant(
-        [*shape, *_broadcast_strides(x.shape, shape), *_broadcast_strides(y.shape, shape)]
+        [*shape, *broadcast_strides(x.shape, shape), *broadcast_strides(y.shape, shape)]
     )
     k = float_mod.specialize(
         T=x.elem,

@@ -29,6 +29,7 @@ from ..kernel.library.pool import average_pool, global_pool, lp_pool, max_pool
 from ..kernel.library.reductions import reduce_kernel
 from ..kernel.library.resize import resample_axis
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
+from ..ops.defs.nn import CROP, check_legacy_resize, check_resize, legacy_resize_attrs
 from ..ops.defs.tensor import constant_value
 from ..ops.shapes import (
     as_text,
@@ -43,7 +44,9 @@ from ..passes.conv_activation import ACTIVATIONS, OWN_ACTIVATIONS
 from . import resample
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
-from .table import FLOATS, GPU_KERNELS, GPUContext, _strides, concatenate, copy_strided, permuted, where
+from .host import given_on_host
+from .shapes import contiguous_strides
+from .table import FLOATS, GPU_KERNELS, GPUContext, concatenate, copy_strided, permuted, where
 from .unary import swish
 
 Array = DeviceArray
@@ -223,7 +226,15 @@ def causal_conv_with_state(
         y = swish(replace(ctx, attrs={}), y)
     state = ctx.backend.empty((batch, channels, size - 1), x.dtype)
     if state.size:
-        copy_strided(ctx, padded, state, state.shape, _strides(padded.shape), _strides(state.shape), length)
+        copy_strided(
+            ctx,
+            padded,
+            state,
+            state.shape,
+            contiguous_strides(padded.shape),
+            contiguous_strides(state.shape),
+            length,
+        )
     return y, state
 
 
@@ -425,10 +436,6 @@ def group_norm_(ctx: GPUContext, x: Array, scale: Array, bias: Array) -> Array:
 
 
 # Resize -------------------------------------------------------------------------------------
-def _host(ctx: GPUContext, x: Array | None) -> np.ndarray | None:
-    return None if x is None or x.size == 0 else ctx.backend.to_numpy(x)
-
-
 def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[np.float32, np.float32]]:
     """Each axis's crop as (start, end) fractions of the input (the whole axis where not given)."""
     full = [(np.float32(0), np.float32(1))] * rank
@@ -451,7 +458,7 @@ def resize(
     scales = None if scales is None else [float(s) for s in np.asarray(scales, np.float32).reshape(-1)]
     sizes = None if sizes is None else [int(s) for s in sizes.reshape(-1)]
     out, factors = resize_output(x.shape, scales, sizes, axes, policy)
-    crop = as_text(attrs["coordinate_transformation_mode"]) == resample.CROP
+    crop = as_text(attrs["coordinate_transformation_mode"]) == CROP
     rois = _rois(roi, rank, axes)
     mask = np.zeros((1,) * rank, bool)
     y = x
@@ -475,27 +482,12 @@ def resize(
     return y
 
 
-def _legacy(ctx: GPUContext) -> dict[str, Any]:
-    """Upsample and Resize-10 as the attributes of a later Resize."""
-    mode = as_text(ctx.attrs.get("mode", "nearest"))
-    return {
-        "mode": mode,
-        "coordinate_transformation_mode": "asymmetric",
-        "nearest_mode": resample.LEGACY_NEAREST,
-    }
-
-
-def _check_legacy(node: Node, opset: int) -> str | None:
-    mode = as_text(node.attrs.get("mode", "nearest"))
-    return None if mode in ("nearest", "linear") else f"mode {mode!r} is not supported"
-
-
-@GPU_KERNELS.register("Resize", since=10, until=11, check=_check_legacy, dtypes=FLOATS)
+@GPU_KERNELS.register("Resize", since=10, until=11, check=check_legacy_resize, dtypes=FLOATS)
 def resize_10(ctx: GPUContext, x: Array, scales: Array) -> Array:
-    return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
+    return resize(ctx, x, legacy_resize_attrs(ctx.attrs), given_on_host(ctx, scales), None)
 
 
-@GPU_KERNELS.register("Resize", since=11, check=resample.check, dtypes=FLOATS)
+@GPU_KERNELS.register("Resize", since=11, check=check_resize, dtypes=FLOATS)
 def resize_11(
     ctx: GPUContext,
     x: Array,
@@ -503,17 +495,19 @@ def resize_11(
     scales: Array | None = None,
     sizes: Array | None = None,
 ) -> Array:
-    return resize(ctx, x, ctx.attrs, _host(ctx, scales), _host(ctx, sizes), _host(ctx, roi))
+    return resize(
+        ctx, x, ctx.attrs, given_on_host(ctx, scales), given_on_host(ctx, sizes), given_on_host(ctx, roi)
+    )
 
 
-@GPU_KERNELS.register("Upsample", since=7, until=9, check=_check_legacy, dtypes=FLOATS)
+@GPU_KERNELS.register("Upsample", since=7, until=9, check=check_legacy_resize, dtypes=FLOATS)
 def upsample_7(ctx: GPUContext, x: Array) -> Array:
-    return resize(ctx, x, _legacy(ctx), ctx.attrs["scales"], None)
+    return resize(ctx, x, legacy_resize_attrs(ctx.attrs), ctx.attrs["scales"], None)
 
 
-@GPU_KERNELS.register("Upsample", since=9, until=10, check=_check_legacy, dtypes=FLOATS)
+@GPU_KERNELS.register("Upsample", since=9, until=10, check=check_legacy_resize, dtypes=FLOATS)
 def upsample_9(ctx: GPUContext, x: Array, scales: Array) -> Array:
-    return resize(ctx, x, _legacy(ctx), _host(ctx, scales), None)
+    return resize(ctx, x, legacy_resize_attrs(ctx.attrs), given_on_host(ctx, scales), None)
 
 
 # Pad -----------------------------------------------------------------------------------------
@@ -563,7 +557,7 @@ def pad(
     else:
         assert pads is not None  # an input from opset 11, required by the schema
         widths = [int(p) for p in ctx.backend.to_numpy(pads).reshape(-1)]
-    chosen = _axes_of(_host(ctx, axes), rank)
+    chosen = _axes_of(given_on_host(ctx, axes), rank)
     if len(widths) != 2 * len(chosen):
         raise InvalidArgumentError(f"Pad has {len(widths)} pads for {len(chosen)} axes")
     begins, ends = [0] * rank, [0] * rank

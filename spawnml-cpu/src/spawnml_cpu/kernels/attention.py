@@ -15,8 +15,13 @@ import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
 from spawnml.errors import InvalidArgumentError
-from spawnml.ir import Node
-from spawnml.ops.defs.attention import PREVIEW, check_linear_attention
+from spawnml.ops.defs.attention import (
+    PREVIEW,
+    check_attention,
+    check_linear_attention,
+    check_softmax_precision,
+    check_stash_type,
+)
 from spawnml.ops.shapes import normalize_axis
 
 from .checks import run_subgraph
@@ -24,8 +29,6 @@ from .nn_common import compute_dtype, matmul, widen
 from .table import KERNELS
 
 Array = np.ndarray
-#: ONNX codes of the types a softmax or statistics may be held in: float, float16, double, bfloat16.
-FLOAT_CODES = (1, 10, 11, 16)
 
 
 def sigmoid(x: Array) -> Array:
@@ -72,21 +75,6 @@ def scaled_scores(q: Array, k: Array, scale: float | None, dtype: np.dtype) -> A
 
 
 # --- Attention ---------------------------------------------------------------------
-
-
-def _check_attention(node: Node, opset: int) -> str | None:
-    attrs, given = node.attrs, [bool(name) for name in node.inputs] + [False] * 7
-    if attrs.get("qk_matmul_output_mode", 0) not in (0, 1, 2, 3):
-        return f"qk_matmul_output_mode={attrs['qk_matmul_output_mode']} is not one of 0, 1, 2, 3"
-    if attrs.get("softmax_precision", 1) not in FLOAT_CODES:
-        return f"softmax_precision={attrs['softmax_precision']} is not one of {list(FLOAT_CODES)}"
-    if given[4] != given[5]:
-        return "past_key and past_value must be given together"
-    if given[6] and given[4]:
-        return "nonpad_kv_seqlen cannot be combined with past_key and past_value"
-    if min(attrs.get("left_window_size", -1), attrs.get("right_window_size", -1)) < -1:
-        return "window sizes must be -1 (unbounded) or at least 0"
-    return None
 
 
 def _offset(past: int, nonpad: Array | None, q_len: int) -> int | Array:
@@ -171,7 +159,7 @@ def _split_attention_heads(attrs: dict[str, Any], q: Array, k: Array, v: Array) 
     return split_heads(q, attrs["q_num_heads"]), *(split_heads(x, attrs["kv_num_heads"]) for x in (k, v))
 
 
-@KERNELS.register("Attention", since=23, check=_check_attention)
+@KERNELS.register("Attention", since=23, check=check_attention)
 def _attention(
     ctx: KernelContext,
     q: Array,
@@ -203,11 +191,6 @@ def _attention(
 # --- FlexAttention -----------------------------------------------------------------
 
 
-def _check_precision(node: Node, opset: int) -> str | None:
-    code = node.attrs.get("softmax_precision", 1)
-    return None if code in FLOAT_CODES else f"softmax_precision={code} is not one of {list(FLOAT_CODES)}"
-
-
 def _modify(ctx: KernelContext, attribute: str, values: Array) -> Array:
     """``values`` passed through the node's modifier subgraph ``attribute``, if it has one."""
     body = ctx.attrs.get(attribute)
@@ -217,7 +200,7 @@ def _modify(ctx: KernelContext, attribute: str, values: Array) -> Array:
     return np.asarray(result).astype(values.dtype, copy=False)
 
 
-@KERNELS.register("FlexAttention", domain=PREVIEW, check=_check_precision)
+@KERNELS.register("FlexAttention", domain=PREVIEW, check=check_softmax_precision)
 def _flex_attention(ctx: KernelContext, q: Array, k: Array, v: Array) -> Array:
     code = ctx.attrs.get("softmax_precision")
     held = from_onnx(code) if code else np.dtype(np.float64 if q.dtype == np.float64 else np.float32)
@@ -313,12 +296,7 @@ def _rotary_embedding(
 # --- RMSNormalization --------------------------------------------------------------
 
 
-def _check_stash_type(node: Node, opset: int) -> str | None:
-    code = node.attrs.get("stash_type", 1)
-    return None if code in FLOAT_CODES else f"stash_type={code} is not a floating-point type"
-
-
-@KERNELS.register("RMSNormalization", since=23, check=_check_stash_type)
+@KERNELS.register("RMSNormalization", since=23, check=check_stash_type)
 def _rms_normalization(ctx: KernelContext, x: Array, scale: Array) -> Array:
     stash = from_onnx(ctx.attrs["stash_type"])
     held = x.astype(compute_dtype(stash))

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.errors import ModelLimitError
-from spawnml.ir import TENSOR, Graph, Node, Value
+from spawnml.ir import TENSOR, Graph, Value
 from spawnml.limits import run_limits
+from spawnml.ops.defs.control import check_if, check_loop, check_scan, check_sequence_map
 from spawnml.tensor import TensorSequence
 
 from . import sequence  # noqa: F401  (registration by import)
@@ -53,28 +54,10 @@ def _feeds(body: Graph, values: Sequence[Any]) -> dict[str, Any]:
     return {value.name: given for value, given in zip(body.inputs, values, strict=True)}
 
 
-def _count_mismatch(what: str, body: Graph, inputs: int, outputs: int) -> str | None:
-    """Why ``body`` cannot serve as ``what`` taking ``inputs`` and returning ``outputs`` values."""
-    if len(body.inputs) != inputs or len(body.outputs) != outputs:
-        return (
-            f"{what} takes {len(body.inputs)} inputs and returns {len(body.outputs)} outputs; "
-            f"the node needs {inputs} and {outputs}"
-        )
-    return None
-
-
 # ---------------------------------------------------------------------------- If
 
 
-def _branches_fit(node: Node, opset: int) -> str | None:
-    for attr in ("then_branch", "else_branch"):
-        problem = _count_mismatch(attr, node.attrs[attr], 0, len(node.outputs))
-        if problem:
-            return problem
-    return None
-
-
-@KERNELS.register("If", check=_branches_fit)
+@KERNELS.register("If", check=check_if)
 def if_(ctx: KernelContext, condition: np.ndarray) -> tuple[Any, ...]:
     branch = ctx.attrs["then_branch"] if _flag(condition) else ctx.attrs["else_branch"]
     return tuple(run_subgraph(ctx, branch, {}))
@@ -83,15 +66,7 @@ def if_(ctx: KernelContext, condition: np.ndarray) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------- Loop
 
 
-def _loop_fits(node: Node, opset: int) -> str | None:
-    carried = len(node.inputs) - 2
-    body = node.attrs["body"]
-    if len(node.outputs) < carried:
-        return f"the loop carries {carried} values but has {len(node.outputs)} outputs"
-    return _count_mismatch("body", body, 2 + carried, 1 + len(node.outputs))
-
-
-@KERNELS.register("Loop", check=_loop_fits)
+@KERNELS.register("Loop", check=check_loop)
 def loop(
     ctx: KernelContext, trip_count: np.ndarray | None, condition: np.ndarray | None, *initial: Any
 ) -> tuple[Any, ...]:
@@ -123,33 +98,6 @@ def loop(
 # ---------------------------------------------------------------------------- Scan
 
 
-def _scan_fits(node: Node, opset: int) -> str | None:
-    """Body arity, attribute lengths, directions of 0 or 1, and non-negative axes before opset 11."""
-    scans = node.attrs["num_scan_inputs"]
-    given = len(node.inputs) - (1 if opset < 9 else 0)
-    states = given - scans
-    if not 0 < scans <= given:
-        return f"num_scan_inputs {scans} is not in 1..{given}"
-    if len(node.outputs) < states:
-        return f"the scan carries {states} states but has {len(node.outputs)} outputs"
-    listed = {
-        "directions": scans,
-        "scan_input_axes": scans,
-        "scan_input_directions": scans,
-        "scan_output_axes": len(node.outputs) - states,
-        "scan_output_directions": len(node.outputs) - states,
-    }
-    for attr, count in listed.items():
-        values = node.attrs.get(attr)
-        if values is not None and len(values) != count:
-            return f"{attr} lists {len(values)} values for {count} tensors"
-        if values is not None and "directions" in attr and not set(values) <= {0, 1}:
-            return f"{attr} {list(values)} holds values other than 0 and 1"
-        if values is not None and "axes" in attr and opset < 11 and min(values, default=0) < 0:
-            return f"{attr} {list(values)} holds negative axes, allowed from opset 11"
-    return _count_mismatch("body", node.attrs["body"], given, len(node.outputs))
-
-
 def _along(tensor: np.ndarray, axis: int, backward: int) -> np.ndarray:
     """A view of ``tensor`` with its scan axis first, in the order the scan visits it."""
     moved = np.moveaxis(tensor, axis, 0)
@@ -172,7 +120,7 @@ def _scan_steps(
     return states, parts
 
 
-@KERNELS.register("Scan", since=9, check=_scan_fits)
+@KERNELS.register("Scan", since=9, check=check_scan)
 def scan(ctx: KernelContext, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     body: Graph = ctx.attrs["body"]
     count = ctx.attrs["num_scan_inputs"]
@@ -199,7 +147,7 @@ def _padded(part: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([part, padding])
 
 
-@KERNELS.register("Scan", since=8, until=9, check=_scan_fits)
+@KERNELS.register("Scan", since=8, until=9, check=check_scan)
 def scan8(ctx: KernelContext, lengths: np.ndarray | None, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     """Scan over axis 1 of batched inputs, each batch item for its own length; outputs are zero-padded."""
     body: Graph = ctx.attrs["body"]
@@ -226,11 +174,7 @@ def scan8(ctx: KernelContext, lengths: np.ndarray | None, *inputs: np.ndarray) -
 # ---------------------------------------------------------------------------- SequenceMap
 
 
-def _map_fits(node: Node, opset: int) -> str | None:
-    return _count_mismatch("body", node.attrs["body"], len(node.inputs), len(node.outputs))
-
-
-@KERNELS.register("SequenceMap", since=17, check=_map_fits)
+@KERNELS.register("SequenceMap", since=17, check=check_sequence_map)
 def sequence_map(ctx: KernelContext, first: TensorSequence, *extra: Any) -> tuple[TensorSequence, ...]:
     """The body applied to the i-th tensor of every sequence input and to every tensor input."""
     body: Graph = ctx.attrs["body"]

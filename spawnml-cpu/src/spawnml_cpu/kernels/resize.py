@@ -14,23 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from spawnml.backend import KernelContext
-from spawnml.ir import Node
+from spawnml.ops.defs.nn import CROP, LEGACY_NEAREST, check_legacy_resize, check_resize, legacy_resize_attrs
 from spawnml.ops.shapes import as_text, normalize_axis, resize_output
 
 from .nn_common import compute_dtype
 from .table import KERNELS
 
 F32 = np.float32
-#: Nearest rounding of Upsample and Resize-10: floor when enlarging, ceil when shrinking.
-LEGACY_NEAREST = "legacy"
-CROP = "tf_crop_and_resize"
-TRANSFORMS = frozenset(
-    {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners"}
-    | {"asymmetric", CROP}
-)
-NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
-MODES = frozenset({"nearest", "linear", "cubic"})
-POLICIES = frozenset({"stretch", "not_larger", "not_smaller"})
 #: The unsigned words the compiled nearest loop copies elements as, by element size.
 WORDS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 
@@ -218,46 +208,12 @@ def _cast_like(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return y.astype(dtype, copy=False)
 
 
-def _legacy_attrs(ctx: KernelContext) -> dict:
-    """Upsample and Resize-10 as attributes of a later Resize."""
-    return {
-        "mode": ctx.attrs["mode"],
-        "coordinate_transformation_mode": "asymmetric",
-        "nearest_mode": LEGACY_NEAREST,
-    }
-
-
-def _unknown(node: Node, attribute: str, default: str, known: frozenset[str]) -> str | None:
-    value = as_text(node.attrs.get(attribute, default))
-    return None if value in known else f"{attribute} {value!r} is not supported"
-
-
-def _check_legacy(node: Node, opset: int) -> str | None:
-    return _unknown(node, "mode", "nearest", frozenset({"nearest", "linear"}))
-
-
-def _check_resize(node: Node, opset: int) -> str | None:
-    transform = as_text(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
-    if transform == "half_pixel_symmetric" and opset < 19:
-        return "coordinate_transformation_mode 'half_pixel_symmetric' needs opset 19"
-    if transform == "tf_half_pixel_for_nn" and opset >= 13:
-        return "coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13"
-    if node.attrs.get("antialias", 0) and as_text(node.attrs.get("mode", "nearest")) == "nearest":
-        return "antialias needs mode 'linear' or 'cubic'"
-    return (
-        _unknown(node, "mode", "nearest", MODES)
-        or _unknown(node, "coordinate_transformation_mode", "half_pixel", TRANSFORMS)
-        or _unknown(node, "nearest_mode", "round_prefer_floor", NEAREST_MODES)
-        or _unknown(node, "keep_aspect_ratio_policy", "stretch", POLICIES)
-    )
-
-
-@KERNELS.register("Resize", since=10, until=11, check=_check_legacy)
+@KERNELS.register("Resize", since=10, until=11, check=check_legacy_resize)
 def _resize_10(ctx: KernelContext, x: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    return resample(x, _legacy_attrs(ctx), scales, None)
+    return resample(x, legacy_resize_attrs(ctx.attrs), scales, None)
 
 
-@KERNELS.register("Resize", since=11, check=_check_resize)
+@KERNELS.register("Resize", since=11, check=check_resize)
 def _resize(
     ctx: KernelContext,
     x: np.ndarray,
@@ -268,11 +224,11 @@ def _resize(
     return resample(x, ctx.attrs, scales, sizes, roi)
 
 
-@KERNELS.register("Upsample", since=7, until=9, check=_check_legacy)
+@KERNELS.register("Upsample", since=7, until=9, check=check_legacy_resize)
 def _upsample_7(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    return resample(x, _legacy_attrs(ctx), np.asarray(ctx.attrs["scales"], dtype=F32), None)
+    return resample(x, legacy_resize_attrs(ctx.attrs), np.asarray(ctx.attrs["scales"], dtype=F32), None)
 
 
-@KERNELS.register("Upsample", since=9, until=10, check=_check_legacy)
+@KERNELS.register("Upsample", since=9, until=10, check=check_legacy_resize)
 def _upsample_9(ctx: KernelContext, x: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    return resample(x, _legacy_attrs(ctx), scales, None)
+    return resample(x, legacy_resize_attrs(ctx.attrs), scales, None)

@@ -28,6 +28,42 @@ def _dtype(ctx: InferenceContext, index: int) -> np.dtype | None:
     return None if value is None else value.dtype
 
 
+#: ONNX codes of the types a softmax or statistics may be held in: float, float16, double, bfloat16.
+FLOAT_CODES = (1, 10, 11, 16)
+#: Attention's ``qk_matmul_output_mode`` values: the product, soft-capped, with the bias, after the softmax.
+QK_MODES = (0, 1, 2, 3)
+
+
+def check_softmax_precision(node: Node, opset: int) -> str | None:
+    """Why the node's ``softmax_precision`` is not a floating-point type (None if it is)."""
+    code = node.attrs.get("softmax_precision", 1)
+    return None if code in FLOAT_CODES else f"softmax_precision={code} is not one of {list(FLOAT_CODES)}"
+
+
+def check_attention(node: Node, opset: int) -> str | None:
+    """Why an Attention node cannot run as given (None if it can): its output mode and softmax
+    precision, the cache inputs given together and not with ``nonpad_kv_seqlen``, window sizes."""
+    attrs, given = node.attrs, [bool(name) for name in node.inputs] + [False] * 7
+    if attrs.get("qk_matmul_output_mode", 0) not in QK_MODES:
+        return f"qk_matmul_output_mode={attrs['qk_matmul_output_mode']} is not one of {list(QK_MODES)}"
+    precision = check_softmax_precision(node, opset)
+    if precision is not None:
+        return precision
+    if given[4] != given[5]:
+        return "past_key and past_value must be given together"
+    if given[6] and given[4]:
+        return "nonpad_kv_seqlen cannot be combined with past_key and past_value"
+    if min(attrs.get("left_window_size", -1), attrs.get("right_window_size", -1)) < -1:
+        return "window sizes must be -1 (unbounded) or at least 0"
+    return None
+
+
+def check_stash_type(node: Node, opset: int) -> str | None:
+    """Why RMSNormalization's ``stash_type`` is not a floating-point type (None if it is)."""
+    code = node.attrs.get("stash_type", 1)
+    return None if code in FLOAT_CODES else f"stash_type={code} is not a floating-point type"
+
+
 #: LinearAttention's update rules, each with whether it takes the decay and the beta input.
 LINEAR_ATTENTION_RULES = {
     "linear": (False, False),

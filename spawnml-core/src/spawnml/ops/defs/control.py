@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import TENSOR, Dim, Graph, Shape, Value
+from ...ir import TENSOR, Dim, Graph, Node, Shape, Value
 from ..schema import REQUIRED, Attribute, InferenceContext, OpSchema, TensorType
 from ..shapes import normalize_axis, same_as_input
 
@@ -57,6 +57,69 @@ def _scalar(dtype: np.dtype):
         return [TensorType(dtype, ())]
 
     return infer
+
+
+# ---------------------------------------------------------------------------- rules
+# Each says why a node cannot run as given (None if it can); every backend's kernels check them.
+
+
+def _body_mismatch(what: str, body: Graph, inputs: int, outputs: int) -> str | None:
+    """Why ``body`` cannot serve as ``what`` taking ``inputs`` and returning ``outputs`` values."""
+    if len(body.inputs) != inputs or len(body.outputs) != outputs:
+        return (
+            f"{what} takes {len(body.inputs)} inputs and returns {len(body.outputs)} outputs; "
+            f"the node needs {inputs} and {outputs}"
+        )
+    return None
+
+
+def check_if(node: Node, opset: int) -> str | None:
+    """Both branches take nothing and return the node's outputs."""
+    for attr in ("then_branch", "else_branch"):
+        problem = _body_mismatch(attr, node.attrs[attr], 0, len(node.outputs))
+        if problem:
+            return problem
+    return None
+
+
+def check_loop(node: Node, opset: int) -> str | None:
+    """An output per carried value; the body takes the counters and carried values and returns them."""
+    carried = len(node.inputs) - 2
+    if len(node.outputs) < carried:
+        return f"the loop carries {carried} values but has {len(node.outputs)} outputs"
+    return _body_mismatch("body", node.attrs["body"], 2 + carried, 1 + len(node.outputs))
+
+
+def check_scan(node: Node, opset: int) -> str | None:
+    """Body arity, attribute lengths, directions of 0 or 1, and non-negative axes before opset 11."""
+    scans = node.attrs["num_scan_inputs"]
+    given = len(node.inputs) - (1 if opset < 9 else 0)
+    states = given - scans
+    if not 0 < scans <= given:
+        return f"num_scan_inputs {scans} is not in 1..{given}"
+    if len(node.outputs) < states:
+        return f"the scan carries {states} states but has {len(node.outputs)} outputs"
+    listed = {
+        "directions": scans,
+        "scan_input_axes": scans,
+        "scan_input_directions": scans,
+        "scan_output_axes": len(node.outputs) - states,
+        "scan_output_directions": len(node.outputs) - states,
+    }
+    for attr, count in listed.items():
+        values = node.attrs.get(attr)
+        if values is not None and len(values) != count:
+            return f"{attr} lists {len(values)} values for {count} tensors"
+        if values is not None and "directions" in attr and not set(values) <= {0, 1}:
+            return f"{attr} {list(values)} holds values other than 0 and 1"
+        if values is not None and "axes" in attr and opset < 11 and min(values, default=0) < 0:
+            return f"{attr} {list(values)} holds negative axes, allowed from opset 11"
+    return _body_mismatch("body", node.attrs["body"], given, len(node.outputs))
+
+
+def check_sequence_map(node: Node, opset: int) -> str | None:
+    """The body takes one value per input and returns one per output."""
+    return _body_mismatch("body", node.attrs["body"], len(node.inputs), len(node.outputs))
 
 
 # ---------------------------------------------------------------------------- control flow

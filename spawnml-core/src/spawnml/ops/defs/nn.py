@@ -4,11 +4,12 @@ quantization and resizing."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...dtypes import from_onnx
-from ...ir import Dim, Shape
+from ...ir import Dim, Node, Shape
 from ..schema import REQUIRED, Attribute, InferenceContext, OpSchema, TensorType
 from ..shapes import (
     as_text,
@@ -236,6 +237,56 @@ RESIZE_ATTRS_18 = (
     Attribute("axes", "ints"),
     Attribute("keep_aspect_ratio_policy", "string", "stretch"),
 )
+#: Resize's interpolation modes, coordinate transformations, nearest roundings and aspect policies.
+RESIZE_MODES = frozenset({"nearest", "linear", "cubic"})
+CROP = "tf_crop_and_resize"
+COORDINATE_TRANSFORMS = frozenset(
+    {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn", "align_corners"}
+    | {"asymmetric", CROP}
+)
+NEAREST_MODES = frozenset({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+ASPECT_POLICIES = frozenset({"stretch", "not_larger", "not_smaller"})
+#: Nearest rounding of Upsample and Resize-10: floor when enlarging, ceil when shrinking.
+LEGACY_NEAREST = "legacy"
+
+
+def _unknown(node: Node, attribute: str, default: str, known: frozenset[str]) -> str | None:
+    value = as_text(node.attrs.get(attribute, default))
+    return None if value in known else f"{attribute} {value!r} is not supported"
+
+
+def check_legacy_resize(node: Node, opset: int) -> str | None:
+    """Why an Upsample or Resize-10 node cannot run (None if it can): its mode."""
+    return _unknown(node, "mode", "nearest", frozenset({"nearest", "linear"}))
+
+
+def check_resize(node: Node, opset: int) -> str | None:
+    """Why a Resize node cannot run as given (None if it can): its modes, the opsets of two
+    coordinate transformations, and antialiasing only when interpolating."""
+    transform = as_text(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    if transform == "half_pixel_symmetric" and opset < 19:
+        return "coordinate_transformation_mode 'half_pixel_symmetric' needs opset 19"
+    if transform == "tf_half_pixel_for_nn" and opset >= 13:
+        return "coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13"
+    if node.attrs.get("antialias", 0) and as_text(node.attrs.get("mode", "nearest")) == "nearest":
+        return "antialias needs mode 'linear' or 'cubic'"
+    return (
+        _unknown(node, "mode", "nearest", RESIZE_MODES)
+        or _unknown(node, "coordinate_transformation_mode", "half_pixel", COORDINATE_TRANSFORMS)
+        or _unknown(node, "nearest_mode", "round_prefer_floor", NEAREST_MODES)
+        or _unknown(node, "keep_aspect_ratio_policy", "stretch", ASPECT_POLICIES)
+    )
+
+
+def legacy_resize_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Upsample's and Resize-10's attributes as those of a later Resize."""
+    return {
+        "mode": as_text(attrs.get("mode", "nearest")),
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": LEGACY_NEAREST,
+    }
+
+
 BATCH_NORM_ATTRS = (EPSILON, Attribute("momentum", "float", 0.9))
 QUANTIZE_AXIS = Attribute("axis", "int", 1)
 BLOCK_SIZE = Attribute("block_size", "int", 0)
