@@ -7,7 +7,7 @@ the backend's table. A backend that runs the forward and backward operators can 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import cache
 from typing import Any
 
@@ -31,12 +31,13 @@ OPSETS = {"": 21}
 
 def device_of(tensors: Sequence[Tensor | None]) -> Backend:
     """The one backend every given tensor lives on."""
-    backends = {t.backend.name: t.backend for t in tensors if t is not None}
-    if len(backends) != 1:
+    found = [t.backend for t in tensors if t is not None]
+    if not found or any(b is not found[0] and b.name != found[0].name for b in found):
+        names = sorted({b.name for b in found})
         raise InvalidArgumentError(
-            f"expected all tensors to be on the same device, but found {sorted(backends) or 'none'}"
+            f"expected all tensors to be on the same device, but found {names or 'none'}"
         )
-    return next(iter(backends.values()))
+    return found[0]
 
 
 def run(
@@ -60,22 +61,19 @@ def run(
     if refresh is not None:
         attrs.update(refresh())
     backend = device_of(inputs)
-    opset = OPSETS.get(domain, 1)
-    schema, spec = _resolve(backend, domain, op_type, opset)
-    node = Node(
-        op_type,
-        [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)],
-        [f"y{i}" for i in range(outputs)],
-        attrs,
-        op_type,
-        domain,
-    )
-    refusal = backend.unsupported_reason(node, opset, [None if x is None else x.dtype for x in inputs])
-    if refusal:
-        raise UnsupportedOperatorError(
-            [UnsupportedOperator(domain, op_type, opset, 1, (refusal,))], [backend.name]
-        )
-    ctx = KernelContext(node, opset, schema.resolve_attrs(node), backend)
+    dtypes = tuple(None if x is None else x.dtype for x in inputs)
+    # Calls with the same operator, attributes and input types share one checked, resolved
+    # context; attributes that change every step (``refresh``) are resolved each time.
+    key = None if refresh is not None else _key(backend, domain, op_type, outputs, dtypes, attrs)
+    prepared = _PREPARED.get(key) if key is not None else None
+    if prepared is None:
+        prepared = _prepare(backend, domain, op_type, outputs, dtypes, attrs)
+        if key is not None:
+            if len(_PREPARED) >= _PREPARED_LIMIT:
+                _PREPARED.clear()
+            _PREPARED[key] = prepared
+    spec, ctx = prepared
+    node = ctx.node
     buffers = [None if x is None else x.buffer for x in inputs]
     try:
         with np.errstate(all="ignore"):  # IEEE results (inf, NaN) without warnings, as in a plan's run
@@ -89,6 +87,57 @@ def run(
         capturing.recorder.kernel(spec.fn, ctx, inputs, results, refresh)
     wrapped = tuple(None if r is None else Tensor(r, backend) for r in results)
     return wrapped[0] if outputs == 1 else wrapped
+
+
+#: Prepared calls by :func:`_key`; cleared when full, as attributes may take many values.
+_PREPARED: dict[Hashable, tuple[KernelSpec, KernelContext]] = {}
+_PREPARED_LIMIT = 4096
+
+
+def _key(
+    backend: Backend,
+    domain: str,
+    op_type: str,
+    outputs: int,
+    dtypes: tuple[np.dtype | None, ...],
+    attrs: dict[str, Any],
+) -> Hashable | None:
+    """What a prepared call depends on (None where an attribute cannot be hashed); each value with
+    its type, since 1, 1.0 and True are equal keys but not equal attributes."""
+    frozen = tuple((name, type(v), tuple(v) if isinstance(v, list) else v) for name, v in attrs.items())
+    key = (backend.name, domain, op_type, outputs, dtypes, frozen)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _prepare(
+    backend: Backend,
+    domain: str,
+    op_type: str,
+    outputs: int,
+    dtypes: tuple[np.dtype | None, ...],
+    attrs: dict[str, Any],
+) -> tuple[KernelSpec, KernelContext]:
+    """The kernel and context of a call, after the backend's and the schema's checks."""
+    opset = OPSETS.get(domain, 1)
+    schema, spec = _resolve(backend, domain, op_type, opset)
+    node = Node(
+        op_type,
+        [f"x{i}" if dtype is not None else "" for i, dtype in enumerate(dtypes)],
+        [f"y{i}" for i in range(outputs)],
+        attrs,
+        op_type,
+        domain,
+    )
+    refusal = backend.unsupported_reason(node, opset, list(dtypes))
+    if refusal:
+        raise UnsupportedOperatorError(
+            [UnsupportedOperator(domain, op_type, opset, 1, (refusal,))], [backend.name]
+        )
+    return spec, KernelContext(node, opset, schema.resolve_attrs(node), backend)
 
 
 def constant(values: Any, like: Tensor, dtype: Any = None) -> Tensor:
