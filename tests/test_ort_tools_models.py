@@ -104,7 +104,15 @@ def small_cnn() -> onnx.ModelProto:
         node("Add", ["l2", "r1"], ["a2"]),
         node("Sigmoid", ["a2"], ["s2"]),
         node("Mul", ["a2", "s2"], ["m2"]),
-        node("AveragePool", ["m2"], ["p2"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
+        node(
+            "AveragePool",
+            ["m2"],
+            ["p2"],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            count_include_pad=1,
+        ),
         node("MaxPool", ["m2"], ["q2"], kernel_shape=[2, 2], strides=[2, 2]),
         node("Concat", ["p2", "q2"], ["joined"], axis=1),
         node("GlobalAveragePool", ["joined"], ["pooled"]),
@@ -414,3 +422,97 @@ def test_ddddocr_quantized_lstm(tmp_path: Path):
     rng = np.random.default_rng(22)
     feeds = [{node.input[0]: rng.standard_normal((steps, 1, 512)).astype(np.float32)} for steps in (24, 7)]
     print(f"largest difference {assert_close(run_both(path, feeds), DYNAMIC_RTOL):.1e} of the largest output")
+
+
+# The transformers optimizer -------------------------------------------------------------------
+
+#: A BERT and a GPT-2 of two layers, 32 wide with 4 heads, from seeded random weights.
+TRANSFORMERS = {
+    "bert": ("BertConfig", "BertModel", ["input_ids", "attention_mask", "token_type_ids"]),
+    "gpt2": ("GPT2Config", "GPT2Model", ["input_ids"]),
+}
+#: The com.microsoft operators the optimizer writes, then those quantize_dynamic writes.
+TRANSFORMERS_WRITE = {
+    "bert": (
+        {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"},
+        {"QEmbedLayerNormalization", "QAttention"},
+    ),
+    "gpt2": ({"SkipLayerNormalization", "FastGelu"}, set()),
+}
+
+
+def export_transformer(kind: str, path: Path) -> list[str]:
+    """A small ``kind`` model exported by torch (eager attention, whose graph the optimizer's
+    fusions match) to ``path``; the names of its inputs."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config_name, model_name, inputs = TRANSFORMERS[kind]
+    sizes = {
+        "bert": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+        "gpt2": dict(n_embd=32, n_layer=2, n_head=4),
+    }[kind]
+    config = getattr(transformers, config_name)(vocab_size=100, **sizes)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = getattr(transformers, model_name)(config).eval()
+
+    class FirstOutput(torch.nn.Module):
+        """The model's last hidden state from positional inputs, as torch.onnx.export passes them."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *values):
+            return self.model(**dict(zip(inputs, values, strict=True)), return_dict=False)[0]
+
+    example = tuple(torch.ones((2, 7), dtype=torch.int64) for _ in inputs)
+    torch.onnx.export(
+        FirstOutput(),
+        example,
+        str(path),
+        input_names=inputs,
+        output_names=["hidden"],
+        dynamic_axes={name: {0: "batch", 1: "tokens"} for name in inputs},
+        opset_version=14,
+        dynamo=False,
+    )
+    return inputs
+
+
+def token_feeds(path: Path, names: list[str]) -> list[Feeds]:
+    """Two batches of token ids (the second with a padded row), in the types the model takes."""
+    types = {
+        node.name: onnx.helper.tensor_dtype_to_np_dtype(node.type.tensor_type.elem_type)
+        for node in onnx.load(str(path)).graph.input
+    }
+    rng = np.random.default_rng(23)
+    feeds = []
+    for batch, length in ((1, 5), (3, 11)):
+        mask = np.ones((batch, length))
+        mask[-1, length // 2 :] = 0
+        values = {
+            "input_ids": rng.integers(0, 100, (batch, length)),
+            "attention_mask": mask,
+            "token_type_ids": rng.integers(0, 2, (batch, length)),
+        }
+        feeds.append({name: values[name].astype(types[name]) for name in names})
+    return feeds
+
+
+@pytest.mark.parametrize("kind", sorted(TRANSFORMERS))
+def test_transformers_optimizer(tmp_path: Path, kind: str):
+    """The optimizer's fused model, then that model quantized dynamically."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    names = export_transformer(kind, tmp_path / "exported.onnx")
+    optimized, quantized = tmp_path / "optimized.onnx", tmp_path / "quantized.onnx"
+    optimize_model(
+        str(tmp_path / "exported.onnx"), model_type=kind, num_heads=4, hidden_size=32
+    ).save_model_to_file(str(optimized))
+    quantize_dynamic(optimized, quantized, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    fused, quantized_fused = TRANSFORMERS_WRITE[kind]
+    for path, expected in ((optimized, fused), (quantized, quantized_fused)):
+        assert {f"{MS}::{name}" for name in expected} <= operators(path)
+        worst = assert_close(run_both(path, token_feeds(path, names)), DYNAMIC_RTOL)
+        print(f"{path.name}: largest difference {worst:.1e} of the largest output")

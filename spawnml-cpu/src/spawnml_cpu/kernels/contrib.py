@@ -1,5 +1,6 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
-activations, skip and simplified layer normalization, Attention, MatMulNBits and FusedConv,
+activations, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
+MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
 16-bit floats are computed in float32. Normalization statistics come out in float32 (or
@@ -200,6 +201,71 @@ def _skip_simplified_layer_norm(
     return _skip_normalize(ctx, x, skip, gamma, None, bias, centered=False)
 
 
+# EmbedLayerNormalization ---------------------------------------------------------------------
+
+
+def gathered(table: Array, ids: Array, what: str) -> Array:
+    """Rows ``ids`` of an embedding ``table``; out-of-range ids are refused by name."""
+    if ids.size and (ids.min() < 0 or ids.max() >= len(table)):
+        raise ValueError(f"EmbedLayerNormalization: {what} out of range [0, {len(table)})")
+    return table[ids]
+
+
+def position_ids(given: Array | None, shape: tuple[int, ...]) -> Array:
+    """The positions of ``[B, S]`` tokens: ``given`` (``[B, S]`` or ``[1, S]``), else 0 to S - 1."""
+    return np.broadcast_to(np.arange(shape[1]) if given is None else given, shape)
+
+
+def mask_index(mask: Array | None, batch: int) -> Array:
+    """Each row's count of mask ones, as int32 (zeros without a mask)."""
+    return np.zeros(batch, np.int32) if mask is None else (mask == 1).sum(axis=1, dtype=np.int32)
+
+
+def _running_mean(values: Array) -> Array:
+    """The mean over the last axis summed element by element, as onnxruntime's row loop does."""
+    return np.cumsum(values, axis=-1, dtype=values.dtype)[..., -1:] / values.dtype.type(values.shape[-1])
+
+
+def embed_normalized(
+    embeddings: list[Array], gamma: Array, beta: Array, epsilon: float
+) -> tuple[Array, Array]:
+    """The sum of the gathered ``embeddings`` layer-normalized over the hidden axis, computed as
+    onnxruntime does (``(sum - mean) / sqrt(variance + epsilon) * gamma + beta``, each sum in
+    order), and the sum itself."""
+    total = embeddings[0]
+    for rows in embeddings[1:]:
+        total = total + rows
+    centered = total - _running_mean(total)
+    deviation = np.sqrt(_running_mean(centered * centered) + total.dtype.type(epsilon))
+    return centered / deviation * gamma + beta, total
+
+
+@KERNELS.register("EmbedLayerNormalization", domain=MS)
+def _embed_layer_norm(
+    ctx: KernelContext,
+    input_ids: Array,
+    segment_ids: Array | None,
+    word_embedding: Array,
+    position_embedding: Array,
+    segment_embedding: Array | None,
+    gamma: Array,
+    beta: Array,
+    mask: Array | None = None,
+    positions: Array | None = None,
+) -> tuple[Array, Array, Array]:
+    """Word, position and segment embeddings summed and layer-normalized, with the mask index
+    and the sum."""
+    embeddings = [
+        widen(gathered(word_embedding, input_ids, "input_ids")),
+        widen(gathered(position_embedding, position_ids(positions, input_ids.shape), "position ids")),
+    ]
+    if segment_embedding is not None and segment_ids is not None:
+        embeddings.append(widen(gathered(segment_embedding, segment_ids, "segment_ids")))
+    y, total = embed_normalized(embeddings, widen(gamma), widen(beta), ctx.attrs["epsilon"])
+    dtype = word_embedding.dtype
+    return y.astype(dtype, copy=False), mask_index(mask, len(input_ids)), total.astype(dtype, copy=False)
+
+
 # Attention -----------------------------------------------------------------------------------
 
 PAST, ATTENTION_BIAS, PAST_SEQUENCE_LENGTH = 4, 5, 6
@@ -267,21 +333,34 @@ def _attention(
     past: Array | None = None,
     attention_bias: Array | None = None,
 ) -> tuple[Array, Array | None]:
-    """Multi-head attention over packed Q/K/V projection weights, with an optional key/value
-    cache ``past`` (``[2, B, N, P, H]``) returned extended as ``present``."""
-    attrs = ctx.attrs
-    heads = attrs["num_heads"]
+    """Multi-head attention over packed Q/K/V projection weights."""
     projected = matmul(widen(x), widen(weights))
     if bias is not None:
         projected = projected + widen(bias)
-    q_size, k_size, _ = _head_sizes(attrs, weights.shape[1])
+    return attend(ctx, projected, x.dtype, mask_index, past, attention_bias)
+
+
+def attend(
+    ctx: KernelContext,
+    projected: Array,
+    dtype: np.dtype,
+    mask_index: Array | None,
+    past: Array | None,
+    attention_bias: Array | None,
+) -> tuple[Array, Array | None]:
+    """Attention's heads over the packed Q/K/V projections ``[B, S, Q + K + V]`` of its input,
+    with an optional key/value cache ``past`` (``[2, B, N, P, H]``) returned extended as
+    ``present``; the output in ``dtype``."""
+    attrs = ctx.attrs
+    heads = attrs["num_heads"]
+    q_size, k_size, _ = _head_sizes(attrs, projected.shape[-1])
     q, k, v = (split_heads(part, heads) for part in np.split(projected, [q_size, q_size + k_size], axis=-1))
     if past is not None:
         k, v = np.concatenate([widen(past[0]), k], axis=2), np.concatenate([widen(past[1]), v], axis=2)
     past_length = k.shape[2] - q.shape[2]
     scale = attrs.get("scale") or 1 / math.sqrt(q.shape[-1])
     scores = matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
-    mask = np.zeros((x.shape[0], q.shape[2], k.shape[2]), np.float32)
+    mask = np.zeros((projected.shape[0], q.shape[2], k.shape[2]), np.float32)
     if mask_index is not None:
         mask = _attention_mask(mask_index, *mask.shape, attrs["mask_filter_value"])
     if attrs["unidirectional"]:
@@ -289,9 +368,9 @@ def _attention(
     scores = scores + mask[:, None]
     if attention_bias is not None:
         scores = scores + widen(attention_bias)
-    output = merge_heads(matmul(softmax(scores), v)).astype(x.dtype)
+    output = merge_heads(matmul(softmax(scores), v)).astype(dtype)
     wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
-    return output, np.stack([k, v]).astype(x.dtype) if wanted else None
+    return output, np.stack([k, v]).astype(dtype) if wanted else None
 
 
 # MatMulNBits ---------------------------------------------------------------------------------

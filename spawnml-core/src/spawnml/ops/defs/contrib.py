@@ -1,7 +1,7 @@
 """onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
-and simplified layer normalization, Attention, MatMulNBits and FusedConv, and the two
-normalizations it adds to the ai.onnx domain (LayerNormalization before opset 17,
-SimplifiedLayerNormalization)."""
+and simplified layer normalization, EmbedLayerNormalization, Attention, MatMulNBits and
+FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
+opset 17, SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..shapes import broadcast_inputs, normalize_axis, same_as_input, sliding_wi
 
 MS = "com.microsoft"
 FLOAT32 = np.dtype(np.float32)
+INT32 = np.dtype(np.int32)
 
 
 def _input(ctx: InferenceContext, index: int) -> TensorType:
@@ -59,6 +60,15 @@ def _infer_attention(ctx: InferenceContext) -> list[TensorType]:
     x = _input(ctx, 0)
     output = None if x.shape is None else (*x.shape[:2], _value_size(ctx))
     return [TensorType(x.dtype, output), TensorType(x.dtype, None)]
+
+
+def _infer_embed_normalization(ctx: InferenceContext) -> list[TensorType]:
+    """``[B, S, H]`` normalized embeddings, the ``[B]`` int32 mask index, the ``[B, S, H]`` sums."""
+    ids, words = _input(ctx, 0).shape, _input(ctx, 2)
+    width = words.shape[1] if words.shape is not None and len(words.shape) == 2 else None
+    tokens = (*ids, width) if ids is not None and len(ids) == 2 else None
+    embedded = TensorType(words.dtype, tokens)
+    return [embedded, TensorType(INT32, None if ids is None else ids[:1]), embedded]
 
 
 def _infer_matmul_nbits(ctx: InferenceContext) -> list[TensorType]:
@@ -133,6 +143,14 @@ SCHEMAS: list[OpSchema] = [
         Attribute("past_present_share_buffer", "int", 0),
         inputs=(2, 7),
         outputs=(1, 2),
+    ),
+    _ms(
+        "EmbedLayerNormalization",
+        _infer_embed_normalization,
+        _EPSILON_12,
+        Attribute("mask_index_type", "int", 1),
+        inputs=(7, 9),
+        outputs=(1, 3),
     ),
     _ms(
         "MatMulNBits",

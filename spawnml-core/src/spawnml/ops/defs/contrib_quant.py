@@ -1,6 +1,7 @@
 """onnxruntime's quantized contrib operators (com.microsoft), the ones its quantization tool
 writes: the QOperator forms of elementwise operators, pools, Concat, Softmax and Gemm that
-``quantize_static`` emits, and the DynamicQuantizeLSTM that ``quantize_dynamic`` makes of LSTM.
+``quantize_static`` emits, and what ``quantize_dynamic`` makes of LSTM, Attention and
+EmbedLayerNormalization (DynamicQuantizeLSTM, QAttention, QEmbedLayerNormalization).
 
 Input layouts follow onnxruntime's ContribOperators.md: each quantized tensor is followed by its
 scale and (optional) zero point, and the output's scale and zero point come last.
@@ -79,6 +80,21 @@ def _infer_quantized_lstm(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(x.dtype, (steps, count, batch, hidden)), final, final]
 
 
+def _infer_qattention(ctx: InferenceContext) -> list[TensorType]:
+    """float32 ``[B, S, V]`` with ``V`` a third of the packed weights' width; the present."""
+    x, weights = _input(ctx, 0).shape, _input(ctx, 1).shape
+    width = weights[1] // 3 if weights is not None and isinstance(weights[1], int) else None
+    return [TensorType(FLOAT32, None if x is None else (*x[:2], width)), TensorType(FLOAT32, None)]
+
+
+def _infer_qembed_normalization(ctx: InferenceContext) -> list[TensorType]:
+    """float32 ``[B, S, H]`` normalized embeddings and the ``[B]`` int32 mask index."""
+    ids, words = _input(ctx, 0).shape, _input(ctx, 2).shape
+    width = words[1] if words is not None and len(words) == 2 else None
+    tokens = (*ids, width) if ids is not None and len(ids) == 2 else None
+    return [TensorType(FLOAT32, tokens), TensorType(np.dtype(np.int32), None if ids is None else ids[:1])]
+
+
 def _ms(
     name: str,
     infer: InferFn,
@@ -124,6 +140,25 @@ SCHEMAS: list[OpSchema] = [
         Attribute("alpha", "float", 1.0),
         Attribute("transA", "int", 0),
         Attribute("transB", "int", 0),
+    ),
+    _ms(
+        "QAttention",
+        _infer_qattention,
+        (5, 9),
+        Attribute("do_rotary", "int", 0),
+        Attribute("mask_filter_value", "float", -10000.0),
+        Attribute("num_heads", "int", REQUIRED),
+        Attribute("past_present_share_buffer", "int", 0),
+        Attribute("scale", "float"),
+        Attribute("unidirectional", "int", 0),
+        outputs=(1, 2),
+    ),
+    _ms(
+        "QEmbedLayerNormalization",
+        _infer_qembed_normalization,
+        (18, 18),
+        Attribute("epsilon", "float", float(np.float32(1e-12))),
+        outputs=(2, 2),
     ),
     _ms(
         "DynamicQuantizeLSTM",
