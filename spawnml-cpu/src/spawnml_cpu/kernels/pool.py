@@ -1,15 +1,26 @@
-"""Pooling: reductions over sliding-window views, and the global pools."""
+"""Pooling: reductions over sliding-window views, and the global pools.
+
+1-D and 2-D MaxPool without indices runs on a compiled loop (:func:`_max_pool_2d`) that reads
+each window in place, taps in the padding left out, instead of one pass over a padded copy per
+kernel tap; large ones are cut into spans of planes over the threads, as depthwise convolutions
+are (the same work: outputs times taps).
+"""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from spawnml.backend import KernelContext
 
 from .nn_common import Windows, matmul, widen
 from .table import KERNELS
+from .threads import MIN_SPLIT_DEPTHWISE, part_count, run_spans, thread_count
+
+#: Element types the compiled MaxPool takes.
+_COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def _windows(ctx: KernelContext, x: np.ndarray) -> Windows:
@@ -57,9 +68,103 @@ def _flat_indices(windows: Windows, best: np.ndarray, shape: Sequence[int], colu
     return index
 
 
+def _max_pool_2d(
+    x: np.ndarray,
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
+    begins: tuple[int, int],
+    lowest: float,
+    planes: tuple[int, int],
+    y: np.ndarray,
+) -> None:
+    """``y (P, OH, OW)`` = the maximum over each window of ``x (P, H, W)``, for planes
+    ``planes[0]`` to ``planes[1]``; ``lowest`` where a window lies wholly in the padding. NaN
+    wins, as with ``np.maximum``. Compiled by numba on first use (:func:`_compiled`).
+
+    A maximum is separable: each output row takes the maximum of its window's input rows over
+    every column (contiguous runs, which vectorize), then of that row's columns in each window,
+    KH + KW passes where taking every tap would be KH * KW. Taps in the padding are left out."""
+    height, width = x.shape[1], x.shape[2]
+    rows, columns = y.shape[1], y.shape[2]
+    starts, stops = np.empty(kernel[1], np.int64), np.empty(kernel[1], np.int64)
+    for j in range(kernel[1]):  # the output columns whose tap j lies inside the input
+        shift = j * dilations[1] - begins[1]
+        starts[j] = min(max(0, -(shift // strides[1])), columns)  # ceil(-shift / stride), at least 0
+        stops[j] = max(starts[j], min(columns, (width - 1 - shift) // strides[1] + 1))
+    across = np.empty(width, y.dtype)
+    for p in range(planes[0], planes[1]):
+        for oy in range(rows):
+            across[:] = lowest
+            for i in range(kernel[0]):
+                row = oy * strides[0] - begins[0] + i * dilations[0]
+                if 0 <= row < height:
+                    source = x[p, row]
+                    for c in range(width):
+                        value, best = source[c], across[c]
+                        across[c] = value if value > best or value != value else best
+            target = y[p, oy]
+            target[:] = lowest
+            for j in range(kernel[1]):
+                shift = j * dilations[1] - begins[1]
+                for ox in range(starts[j], stops[j]):
+                    value, best = across[ox * strides[1] + shift], target[ox]
+                    target[ox] = value if value > best or value != value else best
+
+
+@functools.cache
+def _compiled() -> Callable[..., None]:
+    """:func:`_max_pool_2d` compiled (numba is imported on first use: it takes a while)."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True)(_max_pool_2d)
+
+
+def _max_pool_compiled(windows: Windows, x: np.ndarray) -> np.ndarray:
+    """MaxPool of a 1-D or 2-D ``x`` on the compiled loop, 1-D as 2-D over a height of one."""
+    if x.ndim == 3:
+        lifted = Windows(
+            (1, *windows.kernel),
+            (1, *windows.strides),
+            (1, *windows.dilations),
+            (0, *windows.begins),
+            (0, *windows.ends),
+            (1, *windows.out),
+        )
+        return _max_pool_compiled(lifted, x[:, :, None])[:, :, 0]
+    batch, channels = x.shape[:2]
+    y = np.empty((batch, channels, *windows.out), x.dtype)
+    count = batch * channels
+    if y.size == 0:
+        return y
+    planes = np.ascontiguousarray(x).reshape(count, *x.shape[2:])
+    out = y.reshape(count, *windows.out)
+    lowest = _lowest(x.dtype)
+    loop = _compiled()
+
+    def run(span: slice) -> None:
+        loop(
+            planes,
+            windows.kernel,
+            windows.strides,
+            windows.dilations,
+            windows.begins,
+            lowest,
+            (span.start, span.stop),
+            out,
+        )
+
+    threads = thread_count()
+    work = y.size * math.prod(windows.kernel)
+    run_spans(run, count, part_count(work, count, threads, MIN_SPLIT_DEPTHWISE), threads)
+    return y
+
+
 @KERNELS.register("MaxPool")
 def _max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     windows = _windows(ctx, x)
+    if not _wants(ctx, 1) and x.ndim in (3, 4) and x.dtype in _COMPILED:
+        return _max_pool_compiled(windows, x)
     taps = windows.each_tap(x, _lowest(x.dtype))
     if not _wants(ctx, 1):
         return _reduce_taps(taps, np.maximum)
