@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .ops.schema import TensorType
 from .passes.shape_inference import InferenceMemo, infer_shapes
 from .profiler import NODE, Profiler
 from .tensor import EMPTY_OPTIONAL, TensorSequence
+
+if TYPE_CHECKING:
+    from .plan_compiler import CompiledPlan
 
 #: A value at run time: the buffer (or sequence, or empty optional) and the backend that holds it.
 Placed = tuple[Any, Backend]
@@ -84,6 +87,12 @@ class Plan:
     feed_homes: dict[str, Backend] = field(default_factory=dict)
     #: Set while the session profiles: every run then times each step (see :meth:`_run_profiled`).
     profiler: Profiler | None = None
+    #: What shape inference found of the graph's values, for :mod:`.plan_compiler`'s kernel choice.
+    types: Mapping[str, TensorType] = field(default_factory=dict)
+    #: The plan compiled to one function (see :mod:`.plan_compiler`), from its second run on.
+    compiled: CompiledPlan | None = field(default=None, repr=False)
+    #: Runs begun, until the plan is compiled: a plan run once (constant folding) is never compiled.
+    runs: int = field(default=0, repr=False)
 
     def placement(self) -> list[tuple[str, str, str]]:
         """``(node label, op_type, provider)`` for every node, in execution order."""
@@ -92,14 +101,36 @@ class Plan:
     def run(
         self, feeds: Mapping[str, Placed], outputs: Sequence[str], parent: Scope | None = None
     ) -> list[Placed]:
-        """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs)."""
-        scope = Scope(self, dict(feeds), parent)
+        """Execute the plan; ``parent`` is the scope of the enclosing graph (for subgraphs).
+
+        From the second run on, unprofiled runs call the compiled plan where it takes the feeds
+        (each at its home, none missing) and the outputs asked for; the steps' loop runs the rest.
+        """
         with np.errstate(all="ignore"):  # kernels give IEEE results (inf, NaN) as ONNX does, silently
-            if self.profiler is None:  # chosen once a run: the loop over steps has no timing in it
+            if self.profiler is None:  # chosen once a run: neither way of running has timing in it
+                compiled = self.compiled or self._compile_after_first_run()
+                if compiled is not None:
+                    results = compiled.run(feeds, outputs, parent)
+                    if results is not None:
+                        return results
+            scope = Scope(self, dict(feeds), parent)
+            if self.profiler is None:
                 self._run_steps(scope, self.steps)
             else:
                 self._run_profiled(scope, self.profiler)
         return [scope.lookup(name) for name in outputs]
+
+    def _compile_after_first_run(self) -> CompiledPlan | None:
+        """The compiled plan from the second run on (None before): compiling costs more than a
+        run of the steps, so a plan run once is not compiled. Threads racing here compile the
+        same function twice, harmlessly."""
+        self.runs += 1
+        if self.runs < 2:
+            return None
+        from .plan_compiler import compile_plan  # it builds on this module
+
+        self.compiled = compile_plan(self)
+        return self.compiled
 
     def _run_profiled(self, scope: Scope, profiler: Profiler) -> None:
         """Run the steps one by one, recording each as a node event (host time: a GPU kernel's
@@ -139,11 +170,9 @@ class Plan:
                     placed = values.get(name)
                     same = placed is not None and placed[1] is backend
                     args.append(placed[0] if placed is not None and same else scope.fetch(name, backend))
-                results = step.results or _call(step, args, scope)
-            except DeviceError as error:  # name the node and the values it makes
-                node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
-                where = f"node {node.label()!r} ({node.op_type}, making {made}) on {step.backend.name!r}"
-                raise error.at(where) from error.__cause__
+                results = step.results or call_kernel(step, args, scope)
+            except DeviceError as error:
+                raise_device_error(step, error)
             for name, result in zip(step.node.outputs, results, strict=False):
                 if name and result is not None:
                     values[name] = (result, backend)
@@ -169,23 +198,34 @@ def _type_shape(placed: Placed | None) -> dict[str, Any]:
     return {dtypes.name(backend.dtype_of(buffer)): list(backend.shape_of(buffer))}
 
 
-def _call(step: Step, args: list[Any], scope: Scope | None) -> Sequence[Any]:
+def call_kernel(step: Step, args: Sequence[Any], scope: Scope | None) -> Sequence[Any]:
     """Run one step's kernel; its results as a sequence."""
     try:
         result = step.kernel.fn(step.context or _context_with_bodies(step, scope), *args)
-    except (InvalidArgumentError, InvalidGraphError) as error:
-        if type(error) not in (InvalidArgumentError, InvalidGraphError) or step.node.label() in str(error):
-            raise
-        node = step.node  # a kernel's own refusal of its arguments: say where it happened
+    except Exception as error:
+        raise_kernel_error(step, error)
+    return result if isinstance(result, _SEQUENCES) else (result,)
+
+
+def raise_kernel_error(step: Step, error: Exception) -> NoReturn:
+    """Raise what a kernel of ``step`` raised, told the node: a refusal of its arguments with the
+    node named, another library's error as :class:`ExecutionError`, SpawnML's own as it is."""
+    node = step.node
+    if type(error) in (InvalidArgumentError, InvalidGraphError) and node.label() not in str(error):
+        # a kernel's own refusal of its arguments: say where it happened
         raise type(error)(
             f"node {node.label()!r} ({node.op_type}) on {step.backend.name!r}: {error}"
         ) from error
-    except SpawnMLError:
-        raise
-    except Exception as error:
-        node = step.node
-        raise ExecutionError(node.label(), node.op_type, step.backend.name, error) from error
-    return result if isinstance(result, _SEQUENCES) else (result,)
+    if isinstance(error, SpawnMLError):
+        raise error
+    raise ExecutionError(node.label(), node.op_type, step.backend.name, error) from error
+
+
+def raise_device_error(step: Step, error: DeviceError) -> NoReturn:
+    """Raise a device's failure while running ``step``, naming the node and the values it makes."""
+    node, made = step.node, ", ".join(repr(name) for name in step.node.outputs if name)
+    where = f"node {node.label()!r} ({node.op_type}, making {made}) on {step.backend.name!r}"
+    raise error.at(where) from error.__cause__
 
 
 def _context_with_bodies(step: Step, scope: Scope | None) -> KernelContext:
@@ -194,7 +234,7 @@ def _context_with_bodies(step: Step, scope: Scope | None) -> KernelContext:
     def run_subgraph(body: Graph, feeds: dict[str, Any]) -> list[Any]:
         placed = {name: (value, step.backend) for name, value in feeds.items()}
         results = step.bodies[id(body)].run(placed, [v.name for v in body.outputs], scope)
-        return [_move(buffer, source, step.backend) for buffer, source in results]
+        return [move(buffer, source, step.backend) for buffer, source in results]
 
     return KernelContext(step.node, step.opset, step.attrs, step.backend, run_subgraph)
 
@@ -213,7 +253,7 @@ class Scope:
         if constant is not None and name not in self.values:
             return constant
         buffer, source = self.lookup(name, backend)
-        return _move(buffer, source, backend)
+        return move(buffer, source, backend)
 
     def lookup(self, name: str, near: Backend | None = None) -> Placed:
         """The value wherever it lives; initializers are placed on ``near`` (or the host)."""
@@ -223,19 +263,19 @@ class Scope:
             backend = near or self.plan.host
             buffer = self.plan.constants.get((name, backend.name))
             if buffer is None:
-                buffer = backend.from_numpy(_read_only(self.plan.graph.initializers[name]))
+                buffer = backend.from_numpy(read_only(self.plan.graph.initializers[name]))
             return buffer, backend
         if self.parent is not None:
             return self.parent.lookup(name, near)
         raise InvalidGraphError(f"value {name!r} is not available in graph {self.plan.graph.name!r}")
 
 
-def _move(buffer: Any, source: Backend, target: Backend) -> Any:
+def move(buffer: Any, source: Backend, target: Backend) -> Any:
     """The value on ``target``: a buffer copied, a sequence item by item, an empty optional as is."""
     if source is target or buffer is EMPTY_OPTIONAL:
         return buffer
     if isinstance(buffer, TensorSequence):
-        return TensorSequence(tuple(_move(item, source, target) for item in buffer.items), buffer.dtype)
+        return TensorSequence(tuple(move(item, source, target) for item in buffer.items), buffer.dtype)
     return target.from_numpy(source.to_numpy(buffer))
 
 
@@ -313,7 +353,7 @@ def _plan_graph(
     constants = _constants(graph, steps, reads)
     _prepare_calls(graph, steps, constants)
     homes = _feed_homes(graph, steps, reads, providers[0])
-    return Plan(graph, steps, _transfers(graph, steps, homes), constants, providers[0], homes)
+    return Plan(graph, steps, _transfers(graph, steps, homes), constants, providers[0], homes, types=types)
 
 
 def _known_types(
@@ -364,7 +404,7 @@ def _prepare_calls(graph: Graph, steps: list[Step], constants: dict[tuple[str, s
     for step in steps:
         node = step.node
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs[0] not in returned:
-            step.results = tuple(_read_only(result) for result in _call(step, [], None))
+            step.results = tuple(read_only(result) for result in call_kernel(step, [], None))
             constants[node.outputs[0], step.backend.name] = step.results[0]
     feedable = {value.name for value in graph.inputs}
     for step in steps:
@@ -421,13 +461,13 @@ def _constants(graph: Graph, steps: list[Step], reads: list[set[str]]) -> dict[t
     for name, backends in readers.items():
         for backend in backends:
             try:
-                constants[name, backend.name] = backend.from_numpy(_read_only(graph.initializers[name]))
+                constants[name, backend.name] = backend.from_numpy(read_only(graph.initializers[name]))
             except DeviceError as error:
                 raise error.at(f"initializer {name!r} on {backend.name!r}") from error.__cause__
     return constants
 
 
-def _read_only(array: Any) -> Any:
+def read_only(array: Any) -> Any:
     """A read-only view of a host array; other buffers (device memory) as they are."""
     if not isinstance(array, np.ndarray):
         return array

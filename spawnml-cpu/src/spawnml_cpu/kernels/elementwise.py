@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import ml_dtypes
@@ -19,6 +19,7 @@ from spawnml import dtypes
 from spawnml.backend import KernelContext
 from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
+from spawnml.plan_compiler import Direct, Specializer, specialize
 
 from .checks import one_of
 from .narrow import to_narrow
@@ -58,6 +59,10 @@ def finish(result: Any, dtype: np.dtype, inputs: tuple[Array | None, ...]) -> Ar
     return out
 
 
+#: A direct call of an operator for the element type of its first input (see :func:`_register`).
+DirectFor = Callable[[np.dtype], Direct]
+
+
 def _register(
     name: str,
     fn: Compute,
@@ -65,10 +70,13 @@ def _register(
     check: Callable[[Node, int], str | None] | None = None,
     since: int = 1,
     until: int | None = None,
+    direct: DirectFor | None = None,
 ) -> None:
     """Register ``fn`` as a kernel; ``out`` is the result's dtype, or the input whose dtype it takes.
 
     Runs under the plan's ``np.errstate``: IEEE results (inf, NaN) come out without warnings.
+    ``direct`` gives, for an input type, the call of the inputs alone that computes what ``fn``
+    does where nothing is widened: compiled plans call it instead (:func:`_exact_direct`).
     """
 
     def kernel(ctx: KernelContext, *inputs: Array | None) -> Array:
@@ -76,6 +84,8 @@ def _register(
         return finish(fn(ctx.attrs, *map(widen, inputs)), dtype, inputs)
 
     KERNELS.register(name, since=since, until=until, check=check)(kernel)
+    if direct is not None:
+        specialize(kernel, _exact_direct(direct, out))
 
 
 def _register_all(
@@ -84,9 +94,47 @@ def _register_all(
     checks: dict[str, Callable[[Node, int], str | None]] | None = None,
     since: int = 1,
     until: int | None = None,
+    direct: dict[str, DirectFor] | None = None,
 ) -> None:
     for name, fn in table.items():
-        _register(name, fn, out, check=(checks or {}).get(name), since=since, until=until)
+        check, call = (checks or {}).get(name), (direct or {}).get(name)
+        _register(name, fn, out, check=check, since=since, until=until, direct=call)
+
+
+#: Element kinds a direct call may take: numbers and booleans (not strings, not raw bytes).
+_DIRECT_KINDS = frozenset("biufc")
+
+
+def _exact_direct(direct: DirectFor, out: int | np.dtype) -> Specializer:
+    """A specializer giving ``direct``'s call where it computes bit for bit what the kernel does.
+
+    That is where shape inference knows every input's type and rank, none is narrower than float32
+    (the kernel widens those), one has a dimension (numpy gives scalars for 0-d operands, which
+    :func:`finish` makes arrays), and the call gives an array of the kernel's result type
+    (:func:`finish` casts otherwise; a one-element probe tells, as types never follow values).
+    """
+
+    def specializer(ctx: KernelContext, inputs: Sequence[Any], outputs: Sequence[Any]) -> Direct | None:
+        if any(known is None or known.dtype is None or known.shape is None for known in inputs):
+            return None
+        types = [known.dtype for known in inputs]
+        if any(dtype in _NARROW_FLOATS or dtype.kind not in _DIRECT_KINDS for dtype in types):
+            return None
+        if not any(len(known.shape) for known in inputs):
+            return None
+        call = direct(types[0])
+        with np.errstate(all="ignore"):
+            probe = call.fn(*(np.ones(1, dtype) for dtype in types), *call.extra)
+        expected = types[out] if isinstance(out, int) else out
+        return call if type(probe) is np.ndarray and probe.dtype == expected else None
+
+    return specializer
+
+
+def _plain(fn: Callable[..., Array]) -> DirectFor:
+    """The direct call of ``fn`` itself, whatever the type."""
+    call = Direct(fn)
+    return lambda dtype: call
 
 
 # Passes over the threads ---------------------------------------------------------------
@@ -260,7 +308,14 @@ _PREDICATES: dict[str, Compute] = {
     ),
 }
 
-_register_all({name: lambda attrs, x, f=ufunc: f(x) for name, ufunc in _UFUNCS.items()})
+_register_all(
+    {name: lambda attrs, x, f=ufunc: f(x) for name, ufunc in _UFUNCS.items()},
+    direct={
+        **{name: _plain(ufunc) for name, ufunc in _UFUNCS.items()},
+        # numpy's maximum with a scalar of the array's own type: a Python 0 costs a conversion
+        "Relu": lambda dtype: Direct(np.maximum, (dtype.type(0),)),
+    },
+)
 _register_all(_ACTIVATIONS, checks={"Gelu": one_of("approximate", "none", ("none", "tanh"))})
 _register_all(_PREDICATES, out=BOOL)
 
@@ -381,8 +436,16 @@ _BITWISE: dict[str, Callable[[Array, Array], Array]] = {
 _NUMPY_BROADCAST = 7
 for _table, _out in ((_BINARY, 0), (_COMPARISONS, BOOL)):
     _register_all({name: _legacy_binary(fn) for name, fn in _table.items()}, _out, until=_NUMPY_BROADCAST)
-    _register_all({name: _binary(fn) for name, fn in _table.items()}, _out, since=_NUMPY_BROADCAST)
-_register_all({name: _binary(fn) for name, fn in _BITWISE.items()})
+    _register_all(
+        {name: _binary(fn) for name, fn in _table.items()},
+        _out,
+        since=_NUMPY_BROADCAST,
+        direct={name: _plain(fn) for name, fn in _table.items()},
+    )
+_register_all(
+    {name: _binary(fn) for name, fn in _BITWISE.items()},
+    direct={name: _plain(fn) for name, fn in _BITWISE.items()},
+)
 _register_all(
     {
         "Max": _variadic(np.maximum),
