@@ -79,6 +79,10 @@ class _Weights:
         self.tensors.append(numpy_helper.from_array(values, name))
         return name
 
+    def constant(self, name: str, value: float) -> str:
+        self.tensors.append(numpy_helper.from_array(np.array(value, np.float32), name))
+        return name
+
 
 def _model(name: str, nodes: list[onnx.NodeProto], x_shape: list, weights: _Weights) -> onnx.ModelProto:
     graph = helper.make_graph(
@@ -124,13 +128,16 @@ def small_cnn() -> onnx.ModelProto:
 
 
 def small_mlp() -> onnx.ModelProto:
-    """Two MatMul + Add layers (QLinearMatMul and QLinearAdd once quantized)."""
+    """Two MatMul + Add layers with a leaky ReLU made of Where between them (QLinearMatMul,
+    QLinearAdd, QLinearMul and QLinearWhere once quantized)."""
     w = _Weights(1)
     node = helper.make_node
     nodes = [
         node("MatMul", ["x", w("w1", 32, 64)], ["h"]),
         node("Add", ["h", w("b1", 64)], ["hb"]),
-        node("Relu", ["hb"], ["r"]),
+        node("Greater", ["hb", w.constant("zero", 0.0)], ["positive"]),
+        node("Mul", ["hb", w.constant("slope", 0.1)], ["leak"]),
+        node("Where", ["positive", "leak", "hb"], ["r"]),
         node("MatMul", ["r", w("w2", 64, 16)], ["h2"]),
         node("Add", ["h2", w("b2", 16)], ["y"]),
     ]
@@ -274,7 +281,7 @@ QOPERATOR_WRITES = {
         "QGemm",
         "QLinearSoftmax",
     },
-    "mlp": {"QLinearAdd"},
+    "mlp": {"QLinearAdd", "QLinearMul", "QLinearWhere"},
 }
 
 
@@ -300,6 +307,9 @@ def test_quantize_static(
         weight_type=weight,
         per_channel=per_channel,
         reduce_range=reduce_range,
+        # without it the tool cannot quantize Where in the QOperator format: it renames Where's
+        # inputs to quantized tensors it never writes
+        extra_options={"ForceQuantizeNoInputCheck": True},
     )
     written = operators(path)
     feeds = list(batches(shapes, seed=7))

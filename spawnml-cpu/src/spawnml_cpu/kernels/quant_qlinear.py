@@ -151,17 +151,39 @@ def _qlinear_mul(
     return requantize(shifted_a * shifted_b, multiplier, c_zero)
 
 
+def _rescaled(x: Array, scale: Array, zero_point: Array | None, y_scale: Array, y_zero_point: Array) -> Array:
+    """``x`` at the output's scale and zero point: itself where they are its own, else through a
+    table, as onnxruntime rescales the inputs of QLinearConcat and QLinearWhere."""
+    if _scalar(scale) == _scalar(y_scale) and _zero_point(zero_point, x.dtype) == y_zero_point.reshape(()):
+        return x
+    return _lookup(x, scale, zero_point, y_scale, y_zero_point, lambda values: values)
+
+
 @KERNELS.register("QLinearConcat", domain=MS)
-def _qlinear_concat(ctx: KernelContext, y_scale: Array, y_zero_point: Array, *parts: Array | None) -> Array:
-    """Each input rescaled to the output's scale and zero point (copied where they are its own)."""
-    tensors = []
-    for x, scale, zero_point in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
-        assert x is not None and scale is not None
-        same = _scalar(scale) == _scalar(y_scale) and _zero_point(
-            zero_point, x.dtype
-        ) == y_zero_point.reshape(())
-        tensors.append(x if same else _lookup(x, scale, zero_point, y_scale, y_zero_point, lambda v: v))
-    return np.concatenate(tensors, axis=ctx.attrs["axis"])
+def _qlinear_concat(ctx: KernelContext, y_scale: Array, y_zero_point: Array, *parts: Array) -> Array:
+    """The (tensor, scale, zero point) inputs rescaled to the output's parameters and joined."""
+    triples = [parts[index : index + 3] for index in range(0, len(parts), 3)]
+    rescaled = [_rescaled(x, scale, zero_point, y_scale, y_zero_point) for x, scale, zero_point in triples]
+    return np.concatenate(rescaled, axis=ctx.attrs["axis"])
+
+
+@KERNELS.register("QLinearWhere", domain=MS)
+def _qlinear_where(
+    ctx: KernelContext,
+    condition: Array,
+    x: Array,
+    x_scale: Array,
+    x_zero_point: Array,
+    y: Array,
+    y_scale: Array,
+    y_zero_point: Array,
+    z_scale: Array,
+    z_zero_point: Array,
+) -> Array:
+    """``X`` where the condition holds, else ``Y``, each rescaled to the output's parameters."""
+    chosen = _rescaled(x, x_scale, x_zero_point, z_scale, z_zero_point)
+    other = _rescaled(y, y_scale, y_zero_point, z_scale, z_zero_point)
+    return np.where(condition, chosen, other)
 
 
 def _channels_first(node: Node, opset: int) -> str | None:

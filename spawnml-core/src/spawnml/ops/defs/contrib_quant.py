@@ -30,6 +30,12 @@ def _infer_binary(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(a.dtype, broadcast(a.shape, b.shape))]
 
 
+def _infer_where(ctx: InferenceContext) -> list[TensorType]:
+    """The condition, ``X`` (input 1) and ``Y`` (input 4) broadcast, in ``X``'s type."""
+    condition, x, y = _input(ctx, 0), _input(ctx, 1), _input(ctx, 4)
+    return [TensorType(x.dtype, broadcast(condition.shape, x.shape, y.shape))]
+
+
 def _infer_concat(ctx: InferenceContext) -> list[TensorType]:
     """The (tensor, scale, zero point) triples after ``Y_scale, Y_zero_point`` joined on ``axis``."""
     parts = [_input(ctx, index) for index in range(2, len(ctx.inputs), 3)]
@@ -110,6 +116,7 @@ _CHANNELS_LAST = Attribute("channels_last", "int", 0)
 SCHEMAS: list[OpSchema] = [
     _ms("QLinearAdd", _infer_binary, (7, 8)),
     _ms("QLinearMul", _infer_binary, (7, 8)),
+    _ms("QLinearWhere", _infer_where, (9, 9)),
     _ms("QLinearSigmoid", same_as_input(), (4, 5)),
     _ms("QLinearLeakyRelu", same_as_input(), (4, 5), Attribute("alpha", "float", float(np.float32(0.01)))),
     _ms("QLinearConcat", _infer_concat, (5, -1), Attribute("axis", "int", REQUIRED)),
