@@ -30,6 +30,7 @@ from ..autograd.functions.activation import (
     threshold,
 )
 from ..autograd.functions.arith import sigmoid, tanh
+from ..autograd.functions.attention import scaled_dot_product_attention
 from ..autograd.functions.conv import (
     conv1d,
     conv2d,
@@ -119,6 +120,7 @@ __all__ = [
     "prelu",
     "relu",
     "relu6",
+    "scaled_dot_product_attention",
     "selu",
     "sigmoid",
     "silu",
