@@ -75,6 +75,7 @@ def _bits(model, opt) -> list[np.ndarray]:
 def _assert_same_bits(got: list[np.ndarray], want: list[np.ndarray]) -> None:
     assert len(got) == len(want)
     for ours, theirs in zip(got, want, strict=True):
+        ours, theirs = np.atleast_1d(ours), np.atleast_1d(theirs)
         assert ours.dtype == theirs.dtype and np.array_equal(ours.view(np.uint8), theirs.view(np.uint8))
 
 
@@ -198,3 +199,19 @@ def test_what_a_replay_cannot_repeat_is_refused_at_capture():
         captured(x, y)  # the warm-up runs eagerly: an accumulated gradient is there to capture
         with pytest.raises(CaptureError, match=message):
             captured(x, y)
+
+
+def test_batch_norm_running_statistics_are_updated_by_each_replay():
+    def run(capture: bool) -> list[np.ndarray]:
+        spawnml.manual_seed(2)
+        model = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(144, 10)
+        )
+        step = _trainer(model, SGD(model.parameters(), lr=0.1))
+        step = capture_step(step) if capture else step
+        for x, y in batches:
+            step(*_on("cpu", x, y))
+        return [b.numpy() for b in model.buffers()]
+
+    batches = _batches("cnn", 4)
+    _assert_same_bits(run(True), run(False))
