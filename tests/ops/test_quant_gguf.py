@@ -3,9 +3,10 @@
 Dequantization must equal ``gguf.quants.dequantize`` exactly (both do the same float32 operations
 per element). The matmul is checked against ``gguf.quants.dequantize`` followed by a float32
 matmul, within the worst-case float32 rounding of a dot product summed in any order
-(``cols * eps * |x| @ |W|^T``): the same products, summed in another order. It runs with
-one and six rows of activations (the 32-element block types decode each block in the product's
-pass) and with 32 (every type dequantizes for a BLAS product).
+(``cols * eps * |x| @ |W|^T``): the same products, summed in another order (the repacked path
+takes each block's scale out of its sum). It runs with
+one and six rows of activations (every block type but BF16 runs on its weight repacked once,
+see test_quant_gguf_packed.py) and with 32 (every type dequantizes for a BLAS product).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""``spawnml.gguf::QuantizedMatMul``: GGUF block-quantized weights, dequantized inside the kernel.
+"""``spawnml.gguf::QuantizedMatMul``: GGUF block-quantized weights, never expanded to float32 for
+products with a few activation rows (a decode step's), which run on the weight repacked once
+(:mod:`.quant_gguf_product`); dequantized a chunk of rows at a time for BLAS above that.
 
 Each dequantizer takes ``blocks``, a ``uint8`` array ``[n, block_bytes]`` of one GGML block type,
 and returns ``[n, block_size]`` float32, vectorised over blocks. They follow the block layouts of
@@ -10,10 +12,8 @@ per-block arithmetic for GPUs.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +24,6 @@ from spawnml.ops.shapes import as_text
 
 from .nn_common import matmul, widen
 from .table import KERNELS
-from .threads import part_count, run_parts
 
 Array = np.ndarray
 FLOAT32 = np.dtype(np.float32)
@@ -32,11 +31,9 @@ FLOAT32 = np.dtype(np.float32)
 QK_K = 256
 #: Weight rows dequantized at a time, bounding the kernel's scratch memory.
 ROW_CHUNK = 4096
-#: Block types whose products with a few activation rows decode each block in the product's pass.
-DECODED_IN_PASS = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
-#: Activation rows up to which that pays (a decode step has one): above, dequantizing once for a
-#: BLAS GEMM is quicker.
-DECODE_IN_PASS_ROWS = 8
+#: Activation rows up to which products run on the weight repacked once (every block type but
+#: BF16; a decode step has one row): above, dequantizing once for a BLAS GEMM is quicker.
+PACKED_PRODUCT_ROWS = 8
 
 
 def _half(blocks: Array, start: int) -> Array:
@@ -196,7 +193,8 @@ def _check_quantized_matmul(node: Node, opset: int) -> str | None:
 
 @KERNELS.register("QuantizedMatMul", domain=DOMAIN, check=_check_quantized_matmul)
 def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
-    """``A @ W^T``, dequantizing ``ROW_CHUNK`` rows of ``W`` at a time."""
+    """``A @ W^T``: on the repacked weight for a few activation rows, else dequantizing
+    ``ROW_CHUNK`` rows of ``W`` at a time for BLAS."""
     quant_type, rows, cols = as_text(ctx.attrs["quant_type"]), ctx.attrs["rows"], ctx.attrs["cols"]
     block = BLOCK_TYPES[quant_type]
     row_bytes = cols // block.size * block.bytes
@@ -206,30 +204,13 @@ def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
         )
     weights = w.reshape(rows, row_bytes)
     x = widen(a)
-    if quant_type in DECODED_IN_PASS and math.prod(x.shape[:-1]) <= DECODE_IN_PASS_ROWS:
-        return _decode_in_pass(x, weights, quant_type).astype(a.dtype, copy=False)
+    if quant_type != "BF16" and math.prod(x.shape[:-1]) <= PACKED_PRODUCT_ROWS:
+        from . import quant_gguf_product
+
+        packed = quant_gguf_product.packed_weight(w, rows, quant_type)
+        return quant_gguf_product.product(x, packed).astype(a.dtype, copy=False)
     parts = [
         matmul(x, dequantize(weights[start : start + ROW_CHUNK], quant_type).T)
         for start in range(0, rows, ROW_CHUNK)
     ]
     return np.concatenate(parts, axis=-1).astype(a.dtype, copy=False)
-
-
-def _decode_in_pass(x: Array, weights: Array, quant_type: str) -> Array:
-    """``x @ W^T`` with each weight block decoded as it is used (:mod:`.quant_dot`), over ranges
-    of weight rows on the backend's threads."""
-    from . import quant_dot
-
-    kind, block_bytes = DECODED_IN_PASS.index(quant_type), BLOCK_TYPES[quant_type].bytes
-    rows, cols = len(weights), x.shape[-1]
-    flat = np.ascontiguousarray(x.reshape(-1, cols), dtype=np.float32)
-    out = np.empty((len(flat), rows), np.float32)
-    count = part_count(len(flat) * rows * cols, rows)
-    bounds = [rows * part // count for part in range(count + 1)]
-    run_parts(
-        [
-            partial(quant_dot.rows_times_blocks, kind, block_bytes, flat, weights, out, first, last)
-            for first, last in itertools.pairwise(bounds)
-        ]
-    )
-    return out.reshape(*x.shape[:-1], rows)

@@ -1,0 +1,170 @@
+"""The compiled loops of GGUF products on repacked weights (:mod:`.quant_gguf_pack`).
+
+``out[i, r] = sum over sub-blocks s of scale[r, s] * (sum_j (q[r, s, j] - offset) * x[i, s, j])
++ low[r, s] * sum_j x[i, s, j]``: each weight is ggml's ``scale * (q - offset) + low``, factored
+so that the inner loop multiplies small integers (converted to float32) by the float32
+activations, 32 at a time, and sums them in a vector register. Activations stay float32: with
+int8 activations per block, as ggml has them, the same loop ran slower (the compiler emits no
+8-bit dot products for it), and float32 ones keep the products closer to the float32 model's.
+
+How the loops are written decides whether LLVM vectorizes them; each of these ran on scalars,
+an order of magnitude slower: an inner loop of a constant count (LLVM unrolls it whole before
+its loop vectorizer sees it, and numba runs no straight-line vectorizer), so the count is an
+argument (``span``, :data:`.quant_gguf_pack.SPAN`); an index that may be negative (numba wraps
+those around), so the loops run over views of their row range from row 0; a range of a step not
+known at compile time; a sum under a condition per element, so 16-element sub-blocks are summed
+apart by a 0/1 mask; the fifth-bit decoding left in the loop of the 4-bit types.
+
+Imported on first use (numba takes a while to import); compiled once and cached next to this
+file. The loops run without the GIL over a range of weight rows, so that :mod:`.threads` can give
+ranges to several threads. Sums may be reassociated and contracted into fused multiply-adds.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_FAST = {"reassoc", "contract", "nsz"}
+
+
+@numba.njit(inline="always")
+def _lows(low: np.ndarray, xsum: np.ndarray, subs: int, r: int, i: int) -> np.float32:
+    """``sum_s low[r, s] * xsum[i, s]``: the minimums' part of a row's product."""
+    total = np.float32(0)
+    for s in range(subs if low.size else 0):
+        total += low[r * subs + s] * xsum[i * subs + s]
+    return total
+
+
+@numba.njit(inline="always")
+def _nibble_sums(
+    quants: np.ndarray, offset: int, at: int, x: np.ndarray, xa: int, span: int
+) -> tuple[np.float32, np.float32]:
+    """The sums of a nibble pair's two sub-blocks times their activations."""
+    sum_a, sum_b = np.float32(0), np.float32(0)
+    for k in range(span):
+        byte = np.int32(quants[at + k])
+        sum_a += np.float32((byte & 15) - offset) * x[xa + k]
+        sum_b += np.float32((byte >> 4) - offset) * x[xa + span + k]
+    return sum_a, sum_b
+
+
+@numba.njit(inline="always")
+def _fifth_sums(
+    quants: np.ndarray,
+    high_a: np.uint32,
+    high_b: np.uint32,
+    offset: int,
+    at: int,
+    x: np.ndarray,
+    xa: int,
+    span: int,
+) -> tuple[np.float32, np.float32]:
+    """:func:`_nibble_sums` with the fifth bits ``high_a``, ``high_b`` of the two sub-blocks."""
+    sum_a, sum_b = np.float32(0), np.float32(0)
+    for k in range(span):
+        byte = np.int32(quants[at + k])
+        q_a = (byte & 15) | (np.int32((high_a >> np.uint32(k)) & np.uint32(1)) << 4)
+        q_b = (byte >> 4) | (np.int32((high_b >> np.uint32(k)) & np.uint32(1)) << 4)
+        sum_a += np.float32(q_a - offset) * x[xa + k]
+        sum_b += np.float32(q_b - offset) * x[xa + span + k]
+    return sum_a, sum_b
+
+
+@numba.njit(inline="always")
+def _byte_sum(quants: np.ndarray, at: int, x: np.ndarray, xa: int, span: int) -> np.float32:
+    """The sum of ``span`` int8 quants times their activations."""
+    whole = np.float32(0)
+    for k in range(span):
+        whole += np.float32(quants[at + k]) * x[xa + k]
+    return whole
+
+
+@numba.njit(inline="always")
+def _byte_sums(
+    quants: np.ndarray, first_part: np.ndarray, at: int, x: np.ndarray, xa: int, span: int
+) -> tuple[np.float32, np.float32]:
+    """:func:`_byte_sum`, and the same sum over the elements where ``first_part`` is 1."""
+    whole, part = np.float32(0), np.float32(0)
+    for k in range(span):
+        product = np.float32(quants[at + k]) * x[xa + k]
+        whole += product
+        part += product * first_part[k]
+    return whole, part
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+def nibble_product(
+    quants: np.ndarray,
+    span: int,
+    high: np.ndarray,
+    offset: int,
+    scale: np.ndarray,
+    low: np.ndarray,
+    x: np.ndarray,
+    xsum: np.ndarray,
+    out: np.ndarray,
+    first: int,
+    last: int,
+) -> None:
+    """``out[:, first:last] = x @ W[first:last]^T`` for a nibble-packed weight.
+
+    Flat arrays (the loops vectorize on them): ``quants`` ``uint8 [rows * pairs * span]`` (byte
+    ``k`` of a pair holds element ``k`` of sub-blocks ``2p`` and ``2p + 1``), ``high`` ``uint32
+    [rows * subs]`` or empty, ``scale`` and ``low`` ``[rows * subs]`` (``low`` may be empty),
+    ``x`` float32 ``[m * subs * span]``, ``xsum`` its sums per sub-block ``[m * subs]`` (read
+    where ``low`` is not empty); ``out`` is ``[m, rows]``. ``span`` is :data:`.quant_gguf_pack.SPAN`.
+    """
+    pairs = len(quants) // (out.shape[1] * span)
+    subs, fifth = 2 * pairs, high.size > 0
+    quants, out = quants[first * pairs * span : last * pairs * span], out[:, first:last]
+    scale, high = scale[first * subs :], high[first * subs :] if fifth else high
+    low = low[first * subs :] if low.size else low
+    for r in range(last - first):
+        for i in range(out.shape[0]):
+            total = np.float32(0)
+            for p in range(pairs):
+                at, xa, a = (r * pairs + p) * span, (i * pairs + p) * 2 * span, (r * pairs + p) * 2
+                if fifth:
+                    sum_a, sum_b = _fifth_sums(quants, high[a], high[a + 1], offset, at, x, xa, span)
+                else:
+                    sum_a, sum_b = _nibble_sums(quants, offset, at, x, xa, span)
+                total += scale[a] * sum_a + scale[a + 1] * sum_b
+            out[i, r] = total + _lows(low, xsum, subs, r, i)
+
+
+@numba.njit(nogil=True, cache=True, fastmath=_FAST)
+def byte_product(
+    quants: np.ndarray,
+    span: int,
+    size: int,
+    scale: np.ndarray,
+    low: np.ndarray,
+    x: np.ndarray,
+    xsum: np.ndarray,
+    out: np.ndarray,
+    first: int,
+    last: int,
+) -> None:
+    """``out[:, first:last] = x @ W[first:last]^T`` for a weight of int8 quants ``[rows * subs *
+    size]``, ``size`` ``span`` or half of it (then taken two sub-blocks at a time, the first
+    summed apart under a mask); ``x`` float32 ``[m * subs * size]``, the rest as
+    :func:`nibble_product`'s."""
+    spans, per = len(quants) // (out.shape[1] * span), span // size
+    subs = spans * per
+    first_part = np.zeros(span, np.float32)
+    first_part[:size] = 1
+    quants, out = quants[first * spans * span : last * spans * span], out[:, first:last]
+    scale, low = scale[first * subs :], low[first * subs :] if low.size else low
+    for r in range(last - first):
+        for i in range(out.shape[0]):
+            total = np.float32(0)
+            for a in range(spans):
+                at, xa, s = (r * spans + a) * span, (i * spans + a) * span, (r * spans + a) * per
+                if per == 1:
+                    total += scale[s] * _byte_sum(quants, at, x, xa, span)
+                else:
+                    whole, part = _byte_sums(quants, first_part, at, x, xa, span)
+                    total += scale[s] * part + scale[s + 1] * (whole - part)
+            out[i, r] = total + _lows(low, xsum, subs, r, i)
