@@ -134,6 +134,32 @@ def test_an_operator_without_a_schema_is_refused():
         load(KernelPlugin({**RELU_ON_EXAMPLE, "op_type": "Mihs", "domain": "org.trial"}))
 
 
+@pytest.mark.parametrize(
+    ("args", "kwargs", "mistake"),
+    [
+        (("example",), {"op_type": "Relu", "kernel": example_relu}, "too many positional arguments"),
+        (
+            (),
+            {"backend": "example", "op": "Relu", "kernel": example_relu},
+            "missing a required argument: 'op_type'",
+        ),
+        ((), {**RELU_ON_EXAMPLE, "opset": 14}, "got an unexpected keyword argument 'opset'"),
+    ],
+)
+def test_registers_arguments_are_checked_by_name(args, kwargs, mistake):
+    class Misnamed:
+        @plugins.hookimpl
+        def register_kernels(self, register: Callable[..., None]) -> None:
+            register(*args, **kwargs)
+
+    with pytest.raises(PluginError) as raised:
+        load(Misnamed())
+    assert str(raised.value) == (
+        f"plugin 'trial': register_kernels' register(...): {mistake}; it takes keyword arguments: "
+        "backend, op_type, kernel, and optionally domain, since, until, dtypes, check"
+    )
+
+
 def test_a_kernel_that_is_not_a_function_is_refused():
     with pytest.raises(PluginError, match=r"registers kernel ai.onnx::Relu-14 on example as 'relu', not a"):
         load(KernelPlugin({**RELU_ON_EXAMPLE, "kernel": "relu"}))

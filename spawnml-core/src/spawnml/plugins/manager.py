@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib
 import inspect
 import os
@@ -184,7 +183,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
             _call_hook(impl, info, hook_name, register=register)
     for impl in manager.hook.register_kernels.get_hookimpls():  # after the backends they extend
         info = result.plugins[impl.plugin_name]
-        registrar = functools.partial(_add_kernel, result, info)
+        registrar = _kernel_registrar(result, info)
         _call_hook(impl, info, "register_kernels", register=registrar, backends=frozenset(result.backends))
     return result
 
@@ -270,6 +269,24 @@ def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
         raise PluginError(f"{error}: {_both(result, ('operator', label), plugin)}") from None
     result.owners["operator", label] = plugin
     return label
+
+
+def _kernel_registrar(result: Registry, info: PluginInfo) -> Callable[..., None]:
+    """The ``register`` a plugin's ``register_kernels`` receives: :func:`_add_kernel` for it,
+    refusing arguments :class:`hookspecs.RegisterKernel` does not take by name."""
+    signature = inspect.signature(_add_kernel)
+
+    def register(*args: Any, **kwargs: Any) -> None:
+        try:
+            signature.bind(result, info, *args, **kwargs)
+        except TypeError as error:
+            raise PluginError(
+                f"{_describe(info)}: register_kernels' register(...): {error}; it takes keyword "
+                "arguments: backend, op_type, kernel, and optionally domain, since, until, dtypes, check"
+            ) from None
+        _add_kernel(result, info, *args, **kwargs)
+
+    return register
 
 
 def _add_kernel(
