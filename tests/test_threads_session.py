@@ -8,7 +8,9 @@ regions, never through timing."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,11 +78,11 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
     record = Seen()
     submit, steer = workers.Workers.submit, workers.keep_blas_threads_off
 
-    def counted_submit(self, fn, copies):  # type: ignore[no-untyped-def]
+    def counted_submit(self: workers.Workers, fn: Callable[[], None], copies: int) -> list[Future[None]]:
         record.add(record.pool, copies)
         return submit(self, fn, copies)
 
-    def counted_steer(blas, count):  # type: ignore[no-untyped-def]
+    def counted_steer(blas: Any, count: int) -> Callable[[], None] | None:
         record.add(record.blas, count)
         return steer(blas, count)
 
@@ -104,7 +106,7 @@ def test_one_thread_hands_nothing_to_other_threads(seen: Seen) -> None:
     outputs = _session(1).run(None, FEEDS)
     assert seen.pool == [] and seen.blas == []
     for ours, reference in zip(outputs, _reference(), strict=True):
-        np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(np.asarray(ours), reference, rtol=1e-4, atol=1e-3)
 
 
 def test_two_threads_cut_passes_and_run_products_on_two_blas_threads(seen: Seen) -> None:
@@ -112,7 +114,7 @@ def test_two_threads_cut_passes_and_run_products_on_two_blas_threads(seen: Seen)
     assert seen.pool and all(copies == 1 for _, copies in seen.pool)
     assert seen.blas and {count for _, count in seen.blas} == {2}
     for ours, reference in zip(outputs, _reference(), strict=True):
-        np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(np.asarray(ours), reference, rtol=1e-4, atol=1e-3)
 
 
 def test_one_thread_gives_the_defaults_bits_where_the_rules_say_so() -> None:

@@ -10,6 +10,18 @@ from __future__ import annotations
 from .. import __version__ as spawnml_version
 from ..session import NodeArg
 from . import capi
+from .devices import (
+    OrtAllocatorType,
+    OrtArenaCfg,
+    OrtDevice,
+    OrtDeviceMemoryType,
+    OrtDeviceVendorId,
+    OrtMemoryInfo,
+    OrtMemoryInfoDeviceType,
+    OrtMemType,
+    create_and_register_allocator,
+    create_and_register_allocator_v2,
+)
 from .exceptions import (
     EngineError,
     EPFail,
@@ -25,7 +37,7 @@ from .exceptions import (
 )
 from .install import install, uninstall
 from .iobinding import IOBinding
-from .logging import set_default_logger_severity, set_default_logger_verbosity
+from .logging import set_default_logger_callback, set_default_logger_severity, set_default_logger_verbosity
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .ortvalue import OrtValue
 from .providers import (
@@ -49,7 +61,7 @@ def get_version_string() -> str:
 
 
 def get_build_info() -> str:
-    return f"SpawnML {spawnml_version}, onnxruntime API {__version__}"
+    return f"SpawnML Build Info: spawnml {spawnml_version}, onnxruntime API {__version__}"
 
 
 def set_seed(seed: int) -> None:
@@ -90,6 +102,14 @@ __all__ = [
     "NoSuchFile",
     "NodeArg",
     "NotImplemented",
+    "OrtAllocatorType",
+    "OrtArenaCfg",
+    "OrtDevice",
+    "OrtDeviceMemoryType",
+    "OrtDeviceVendorId",
+    "OrtMemType",
+    "OrtMemoryInfo",
+    "OrtMemoryInfoDeviceType",
     "OrtValue",
     "RunOptions",
     "RuntimeException",
@@ -97,6 +117,8 @@ __all__ = [
     "SessionOptions",
     "__version__",
     "capi",
+    "create_and_register_allocator",
+    "create_and_register_allocator_v2",
     "disable_telemetry_events",
     "enable_telemetry_events",
     "get_all_providers",
@@ -108,6 +130,7 @@ __all__ = [
     "package_name",
     "preload_dlls",
     "provider_map",
+    "set_default_logger_callback",
     "set_default_logger_severity",
     "set_default_logger_verbosity",
     "set_global_thread_pool_sizes",

@@ -87,7 +87,11 @@ class OrtValue:
 
     @staticmethod
     def from_dlpack(data: Any, is_bool_tensor: bool = False) -> OrtValue:
-        """A value sharing a DLPack tensor's memory (host arrays and SpawnML devices)."""
+        """A value sharing a DLPack tensor's memory: an object with ``__dlpack__`` (host arrays,
+        OrtValues, SpawnML's device tensors) or a capsule such as ``__dlpack__()`` returns, which
+        is taken as host memory (a capsule does not say its device to Python)."""
+        if not hasattr(data, "__dlpack__"):
+            data = _HostCapsule(data)
         device = getattr(data, "__dlpack_device__", lambda: (1, 0))()
         if device[0] == 1:  # kDLCPU
             array = np.from_dlpack(data)
@@ -195,6 +199,18 @@ class OrtValue:
     def to_dlpack(self) -> Any:
         return self.__dlpack__()
 
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """numpy's view of a host tensor: the array itself where no conversion is asked."""
+        array = np.asarray(self.numpy())
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    @property
+    def _ortvalue(self) -> OrtValue:
+        """onnxruntime's native value inside its Python one: this object here."""
+        return self
+
     @property
     def value(self) -> np.ndarray | Tensor | list[Any] | None:
         """What SpawnML feeds for this value: the host array, the device tensor, the list or None."""
@@ -214,6 +230,19 @@ class OrtValue:
         if self.is_tensor():
             return f"OrtValue({self.data_type()}, shape={self.shape()}, device={self.device_name()!r})"
         return f"OrtValue({self._value!r})"
+
+
+class _HostCapsule:
+    """A bare DLPack capsule, given the protocol's methods so numpy can take it (as host memory)."""
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
 
 
 def host_view(buffer_ptr: int, element_type: Any, shape: Sequence[int]) -> np.ndarray:

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SpawnMLError
+from .exceptions import error
 
 ENVIRONMENT_VARIABLE = "SPAWNML_ORT_PROVIDERS"
 
@@ -153,7 +154,7 @@ def resolve(
     is not usable here is warned about and skipped, and the CPU always ends the list, so a
     session runs whatever was asked for.
     """
-    entries = _entries(providers, provider_options)
+    entries = provider_entries(providers, provider_options)
     usable = _usable_backends()
     resolved = Resolved()
     for name, options in entries:
@@ -178,18 +179,25 @@ def resolve(
     return resolved
 
 
-def _entries(
+def provider_entries(
     providers: Sequence[Any] | None, provider_options: Sequence[Mapping[str, Any]] | None
 ) -> list[tuple[str, dict[str, str]]]:
     """``(name, options)`` for each requested provider, options as strings (as onnxruntime keeps them)."""
     if providers is None:
         if provider_options:
-            raise InvalidArgumentError("'provider_options' was given without 'providers'")
+            raise _bad_arguments("'provider_options' was given without 'providers'")
         return [("CPUExecutionProvider", {})]
     if isinstance(providers, str):
-        raise InvalidArgumentError("'providers' must be a list of names, not a string")
+        raise _bad_arguments("'providers' must be a list of names, not a string")
+    if not isinstance(providers, Sequence):
+        raise _bad_arguments(f"'providers' should be a sequence, not {providers!r}")
+    if provider_options is not None and (
+        not isinstance(provider_options, Sequence)
+        or not all(isinstance(o, Mapping) for o in provider_options)
+    ):
+        raise _bad_arguments(f"'provider_options' should be a sequence of dicts, not {provider_options!r}")
     if provider_options is not None and len(provider_options) != len(providers):
-        raise InvalidArgumentError(
+        raise _bad_arguments(
             "'providers' and 'provider_options' should be the same length if both are given."
         )
     entries = []
@@ -198,16 +206,53 @@ def _entries(
             name, options = provider, dict(provider_options[index]) if provider_options else {}
         elif isinstance(provider, tuple | list) and len(provider) == 2 and isinstance(provider[0], str):
             if provider_options is not None:
-                raise InvalidArgumentError(
+                raise _bad_arguments(
                     "'provider_options' must not be given when 'providers' holds (name, options) pairs"
                 )
             name, options = provider[0], dict(provider[1] or {})
         else:
-            raise InvalidArgumentError(
+            raise _bad_arguments(
                 f"'providers' entries must be names or (name, options dict) pairs, not {provider!r}"
             )
         entries.append((name, {str(key): str(value) for key, value in options.items()}))
     return entries
+
+
+def _bad_arguments(message: str) -> SpawnMLError:
+    """A refusal of the provider arguments: onnxruntime raises ValueError for these."""
+    return error(InvalidArgumentError, ValueError, message)
+
+
+def check_and_normalize_provider_args(
+    providers: Sequence[Any] | None,
+    provider_options: Sequence[Mapping[Any, Any]] | None,
+    available_provider_names: Sequence[str],
+) -> tuple[list[str], list[dict[str, str]]]:
+    """onnxruntime's helper: the provider names and their options as strings, checked; names not
+    in ``available_provider_names`` are warned about, a name given again is warned about and dropped."""
+    if providers is None:
+        return [], []
+    normalized: dict[str, dict[str, str]] = {}
+    for name, options in provider_entries(providers, provider_options):
+        if name not in available_provider_names:
+            warnings.warn(
+                f"Specified provider '{name}' is not in available provider names."
+                f"Available providers: '{', '.join(available_provider_names)}'",
+                UserWarning,
+                stacklevel=2,
+            )
+        if name in normalized:
+            warnings.warn(f"Duplicate provider '{name}' encountered, ignoring.", UserWarning, stacklevel=2)
+            continue
+        normalized[name] = options
+    return list(normalized), list(normalized.values())
+
+
+def known_provider(name: str) -> bool:
+    """Whether ``name`` is an onnxruntime provider name or a backend name SpawnML knows."""
+    from ..plugins import backends
+
+    return name in provider_map() or name in ALL_PROVIDERS or name in backends()
 
 
 def get_available_providers() -> list[str]:

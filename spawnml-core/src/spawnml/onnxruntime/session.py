@@ -25,10 +25,12 @@ from ..session import NodeArg, Output
 from ..session import SessionOptions as CoreOptions
 from ..tensor import Tensor
 from .exceptions import Fail, NoSuchFile, RunTerminatedError, error, translated
+from .feeds import string_feed, unaliased
 from .iobinding import IOBinding
+from .model_config import with_model_config
 from .options import RunOptions, SessionOptions, core_level
 from .ortvalue import OrtValue
-from .providers import Resolved, resolve
+from .providers import Resolved, known_provider, provider_entries, resolve
 
 #: Fields of an ONNX model kept in ``Graph.metadata`` beside its ``metadata_props``.
 _MODEL_FIELDS = (
@@ -104,6 +106,7 @@ class InferenceSession:
         with translated():
             self._resolved: Resolved = resolve(providers, provider_options)
             graph = self._load()
+            options = self._sess_options = with_model_config(options, graph)
             self._metadata = model_metadata(graph)
             self._overridable = [
                 NodeArg(value.name, _type(value.dtype), list(value.shape or ()))
@@ -175,9 +178,13 @@ class InferenceSession:
         providers: Sequence[Any] | None = None,
         provider_options: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """Plan the model again on other providers (the current ones when None)."""
+        """Plan the model again on other providers (the current ones when None); a name neither
+        onnxruntime nor SpawnML knows is refused, as onnxruntime refuses it here."""
         if providers is None:
             providers, provider_options = self._resolved.names, self._resolved.options
+        for name, _ in provider_entries(providers, provider_options):
+            if not known_provider(name):
+                raise error(InvalidArgumentError, RuntimeError, f"Unknown Provider Type: {name}")
         self._sess.close()
         self._create(providers, provider_options)
 
@@ -197,7 +204,7 @@ class InferenceSession:
         """Run on host data; returns numpy arrays (lists for sequences, None for empty optionals)."""
         feeds = self._feeds(input_feed, run_options)
         with translated():
-            return self._sess.run(output_names or None, feeds)
+            return unaliased(self._sess.run(output_names or None, feeds), feeds)
 
     def run_with_ort_values(
         self,
@@ -272,11 +279,13 @@ class InferenceSession:
     def _feed(self, name: str, feed: Any) -> Any:
         if isinstance(feed, OrtValue):
             return feed.value
+        declared = self._inputs.get(name)
+        if isinstance(feed, np.ndarray) and feed.dtype.kind in "USV" and _is_string(declared):
+            return string_feed(feed)
         if isinstance(feed, np.ndarray | Tensor | list | tuple) and not _plain_list(
             feed, self._inputs.get(name)
         ):
             return feed
-        declared = self._inputs.get(name)
         if declared is None or declared.kind != TENSOR or declared.dtype is None:
             return feed
         # onnxruntime converts Python numbers and lists to the input's declared element type.
@@ -312,6 +321,11 @@ def _inferred_outputs(session: CoreSession) -> list[NodeArg]:
         kind = _type(found.dtype) if "unknown" in arg.type and found.dtype is not None else arg.type
         filled.append(NodeArg(arg.name, kind, shape))
     return filled
+
+
+def _is_string(declared: Any) -> bool:
+    """Whether the declared input is a tensor of strings (held as objects)."""
+    return declared is not None and declared.kind == TENSOR and declared.dtype == np.dtype(object)
 
 
 def _plain_list(feed: Any, declared: Any) -> bool:
