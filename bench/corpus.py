@@ -176,7 +176,8 @@ def make_session(runtime: str, path: str, threads: int) -> Any:
         return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     import spawnml
 
-    return spawnml.InferenceSession(path, providers=["cpu"])
+    options = spawnml.SessionOptions(intra_op_num_threads=threads)
+    return spawnml.InferenceSession(path, options, providers=["cpu"])
 
 
 def first_line(error: BaseException) -> str:
@@ -393,7 +394,7 @@ def corpus_header(threads: int, blas: str, count: int, manifest: Path) -> list[s
         f"BLAS: {blas}",
         f"corpus: {count} models of {manifest.name}; each runtime alone in its own process, "
         "onnxruntime first",
-        f"threads: {threads} for both (BLAS via threadpoolctl, onnxruntime intra_op_num_threads)",
+        f"threads: {threads} for both (intra_op_num_threads)",
         f"unset for the workers: {names or 'none were set'}",
         cpu.load_average("start"),
     ]

@@ -3,10 +3,10 @@ session creation.
 
 Each runtime runs in its own worker subprocess (so peak RSS does not mix); the parent drives the
 workers in turn, one timed run each per round, each after SETTLE seconds of rest. All use the same
-thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl (SpawnML's CPU backend
-takes its own thread count from there), to onnxruntime as intra_op_num_threads and to PyTorch with
-torch.set_num_threads. The load average is printed at the start and at the end: on a shared
-machine, only ratios from one interleaved run compare. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
+thread count: the one numpy's BLAS uses, applied to BLAS with threadpoolctl, to SpawnML and
+onnxruntime as intra_op_num_threads and to PyTorch with torch.set_num_threads. The load average is
+printed at the start and at the end: on a shared machine, only ratios from one interleaved run
+compare. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
 unset for the workers.
 
 MobileNetV2: SpawnML runs its port from the torchvision .pth; onnxruntime runs an ONNX file exported
@@ -156,13 +156,16 @@ def make_session(runtime: str, model: str, path: str, threads: int) -> Any:
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    import spawnml
+
+    options = spawnml.SessionOptions(intra_op_num_threads=threads)
     if model == "mobilenetv2":
         from spawnml_models.mobilenet import load_mobilenet_v2
 
-        return load_mobilenet_v2(providers=["cpu"])
-    import spawnml
-
-    return spawnml.InferenceSession(path, providers=["cpu"])
+        return spawnml.InferenceSession(
+            load_mobilenet_v2(providers=["cpu"]).graph, options, providers=["cpu"]
+        )
+    return spawnml.InferenceSession(path, options, providers=["cpu"])
 
 
 def vm_hwm_mib() -> float:
@@ -313,8 +316,7 @@ def header(threads: int, blas: str) -> list[str]:
         f"versions: python {platform.python_version()}, spawnml {getattr(spawnml, '__version__', '?')}, "
         f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, torch {torch.__version__}",
         f"BLAS: {blas}",
-        f"threads: {threads} for all (BLAS via threadpoolctl, onnxruntime intra_op_num_threads, "
-        "torch.set_num_threads)",
+        f"threads: {threads} for all (SpawnML and onnxruntime intra_op_num_threads, torch.set_num_threads)",
         f"unset for the workers: {names or 'none were set'}",
         load_average("start"),
     ]
