@@ -1,6 +1,6 @@
 """Conv + activation fusion into FusedConv: onnxruntime's activations and SpawnML's own (SiLU
-spelled ``Mul(y, Sigmoid(y))``, HardSwish), with and without a residual Z, on 1x1, 3x3,
-depthwise and strided convolutions.
+spelled ``Mul(y, Sigmoid(y))``, HardSwish, also spelled ``y * Clip(y + 3, 0, 6) / 6``), with and
+without a residual Z, on 1x1, 3x3, depthwise and strided convolutions.
 
 Each graph runs optimized and unoptimized on each provider and in onnxruntime (unfused, as
 ``ORT_DISABLE_ALL`` leaves it); float32 results agree within ``rtol = atol = 1e-5`` on the CPU
@@ -25,6 +25,15 @@ FLOAT = TensorProto.FLOAT
 RNG = np.random.default_rng(23)
 TOLERANCE = {"cpu": 1e-5} | dict.fromkeys(GPU_BACKENDS, 1e-4)
 
+
+def _constants(**values: float) -> list[onnx.NodeProto]:
+    """Constant nodes of float32 scalars, by name."""
+    return [
+        helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.float32)))
+        for name, value in values.items()
+    ]
+
+
 #: Activation name -> the nodes from ``a`` to ``y``, and the opset they need.
 ACTIVATIONS: dict[str, tuple[list[onnx.NodeProto], int]] = {
     "Relu": ([helper.make_node("Relu", ["a"], ["y"])], 17),
@@ -38,6 +47,30 @@ ACTIVATIONS: dict[str, tuple[list[onnx.NodeProto], int]] = {
         17,
     ),
     "HardSwish": ([helper.make_node("HardSwish", ["a"], ["y"])], 14),
+}
+#: HardSwish as exporters spell it without the operator, ``y * Clip(y + 3, 0, 6) / 6``: fused on
+#: the CPU from opset 14 on (where the file written back may hold the HardSwish operator).
+SPELLED_OUT: dict[str, tuple[list[onnx.NodeProto], int]] = {
+    "HardSwish spelled out": (
+        [
+            *_constants(three=3.0, zero=0.0, six=6.0),
+            helper.make_node("Add", ["a", "three"], ["p"]),
+            helper.make_node("Clip", ["p", "zero", "six"], ["r"]),
+            helper.make_node("Mul", ["a", "r"], ["m"]),
+            helper.make_node("Div", ["m", "six"], ["y"]),
+        ],
+        14,
+    ),
+    "HardSwish spelled out, sixth first": (
+        [
+            *_constants(three=3.0, zero=0.0, six=6.0, sixth=1 / 6),
+            helper.make_node("Add", ["three", "a"], ["p"]),
+            helper.make_node("Clip", ["p", "zero", "six"], ["r"]),
+            helper.make_node("Mul", ["sixth", "r"], ["h"]),
+            helper.make_node("Mul", ["h", "a"], ["y"]),
+        ],
+        14,
+    ),
 }
 #: Convolution name -> (input channels, output channels, kernel, stride, group).
 CONVS = {
@@ -55,7 +88,7 @@ def provider(request) -> str:
     return request.param
 
 
-def conv_model(conv: str, activation: str, residual: bool) -> bytes:
+def conv_model(conv: str, activation: str, residual: bool, opset: int | None = None) -> bytes:
     """``activation(Conv(x) (+ x))``; the residual is the input, so that its shape is the output's."""
     channels, outputs, kernel, stride, group = CONVS[conv]
     weights = RNG.uniform(-0.5, 0.5, (outputs, channels // group, kernel, kernel)).astype(np.float32)
@@ -68,7 +101,8 @@ def conv_model(conv: str, activation: str, residual: bool) -> bytes:
     nodes.append(
         helper.make_node("Add", ["c", "x"], ["a"]) if residual else helper.make_node("Identity", ["c"], ["a"])
     )
-    after, opset = ACTIVATIONS[activation]
+    after, least = (ACTIVATIONS | SPELLED_OUT)[activation]
+    opset = opset or least
     out = -(-SIZE // stride)
     graph = helper.make_graph(
         [*nodes, *after],
@@ -102,6 +136,31 @@ SHAPES = [
 )
 @pytest.mark.parametrize("activation", list(ACTIVATIONS))
 def test_activation_fuses_and_matches_onnxruntime(tmp_path, provider, activation, conv, residual):
+    _fuses_and_matches_onnxruntime(tmp_path, provider, activation, conv, residual)
+
+
+@pytest.mark.parametrize(
+    ("conv", "residual"), SHAPES, ids=[f"{c}-{'residual' if r else 'plain'}" for c, r in SHAPES]
+)
+@pytest.mark.parametrize("activation", list(SPELLED_OUT))
+def test_spelled_out_hard_swish_fuses_and_matches_onnxruntime(tmp_path, activation, conv, residual):
+    _fuses_and_matches_onnxruntime(tmp_path, "cpu", activation, conv, residual)
+
+
+@pytest.mark.parametrize("activation", list(SPELLED_OUT))
+def test_spelled_out_hard_swish_before_opset_14_stays_unfused(activation):
+    """Written back for other runtimes, a fused HardSwish would be the operator, which opset 13 lacks."""
+    data = conv_model("3x3", activation, False, opset=13)
+    feeds = {"x": RNG.normal(scale=2.0, size=(1, 16, SIZE, SIZE)).astype(np.float32)}
+    unfused = session(data, "cpu")
+    assert [node.op_type for node in unfused.graph.nodes] == ["Conv", "FusedElementwise"]
+    want = ort_unfused(data).run(None, feeds)[0]
+    np.testing.assert_allclose(unfused.run(None, feeds)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def _fuses_and_matches_onnxruntime(
+    tmp_path, provider: str, activation: str, conv: str, residual: bool
+) -> None:
     data = conv_model(conv, activation, residual)
     channels = CONVS[conv][0]
     feeds = {"x": RNG.normal(scale=2.0, size=(1, channels, SIZE, SIZE)).astype(np.float32)}
@@ -151,3 +210,11 @@ def test_gpu_fused_conv_takes_spawnml_activations_without_parameters():
         assert _check_fused_conv(node, 1) is None
         node.attrs["activation_params"] = [1.0]
         assert _check_fused_conv(node, 1) is not None
+
+
+@pytest.mark.parametrize("activation", list(SPELLED_OUT))
+def test_spelled_out_hard_swish_of_a_value_read_elsewhere_stays_unfused(activation):
+    model = onnx.load_from_string(conv_model("3x3", activation, False))
+    model.graph.output.append(helper.make_tensor_value_info("r", FLOAT, [1, 16, SIZE, SIZE]))
+    graph = session(model.SerializeToString(), "cpu").graph
+    assert "FusedConv" not in [node.op_type for node in graph.nodes]

@@ -4,7 +4,8 @@
 As onnxruntime's ConvAddActivationFusion does: a Conv whose only reader is an Add of a tensor
 of the Conv's shape and type takes that tensor as Z, then an activation after a Conv, or after
 a FusedConv that has none yet, becomes the FusedConv's. An Add after an activation stays. SiLU
-spelled ``Mul(y, Sigmoid(y))`` and HardSwish, which onnxruntime's FusedConv does not take, become
+spelled ``Mul(y, Sigmoid(y))`` and HardSwish (the operator, or from opset 14 on spelled out as
+``y * Clip(y + 3, 0, 6) / 6``), which onnxruntime's FusedConv does not take, become
 the SpawnML activations ``Swish`` and ``HardSwish`` of a FusedConv (:data:`OWN_ACTIVATIONS`);
 files written for other runtimes get them back as the standard nodes (:mod:`.unfuse`). The
 shapes are equal for certain where both values take their height and width from one value
@@ -84,19 +85,31 @@ def _fuse_activations(graph: Graph, ctx: PassContext, made: dict[str, Node]) -> 
     FusedConv; ``made`` is the producer of each value."""
     fused, readers = 0, None
     for act in list(graph.nodes):
-        if act.domain or (act.op_type not in ACTIVATIONS and act.op_type not in ("HardSwish", "Mul")):
-            continue
-        conv = made.get(act.inputs[0])
-        if act.op_type == "Mul" and len(act.inputs) == 2 and conv is not None and conv.op_type == "Sigmoid":
-            conv = made.get(act.inputs[1])  # Mul(Sigmoid(y), y): y is the second
-        if conv is None or not _takes_activation(conv):
+        if act.domain or (act.op_type not in ACTIVATIONS and act.op_type not in ("HardSwish", "Mul", "Div")):
             continue
         if readers is None:  # found once, at the first candidate
             readers = consumers(graph)
-        replaced = _replaced(graph, readers, made, conv, act)
-        if replaced is None:
+        decomposed = _hard_swish_parts(graph, readers, made, act) if act.op_type in ("Mul", "Div") else None
+        if decomposed is not None:
+            replaced, name = decomposed, "HardSwish"
+        elif act.op_type == "Div":
             continue
-        name = "Swish" if act.op_type == "Mul" else act.op_type
+        else:
+            conv = made.get(act.inputs[0])
+            if (
+                act.op_type == "Mul"
+                and len(act.inputs) == 2
+                and conv is not None
+                and conv.op_type == "Sigmoid"
+            ):
+                conv = made.get(act.inputs[1])  # Mul(Sigmoid(y), y): y is the second
+            if conv is None or not _takes_activation(conv):
+                continue
+            found = _replaced(graph, readers, made, conv, act)
+            if found is None:
+                continue
+            replaced, name = found, "Swish" if act.op_type == "Mul" else act.op_type
+        conv = replaced[0]
         params = [] if name in OWN_ACTIVATIONS else _params(graph, act)
         if params is None:
             continue
@@ -133,6 +146,76 @@ def _replaced(
     if sorted(map(id, readers.get(made_by_conv, []))) != sorted((id(sigmoid), id(act))):
         return None
     return [conv, sigmoid, act]
+
+
+def _hard_swish_parts(
+    graph: Graph, readers: dict[str, list[Node]], made: dict[str, Node], act: Node
+) -> list[Node] | None:
+    """The nodes of HardSwish spelled out, ``y * Clip(y + 3, 0, 6) / 6`` (as exporters write it
+    where they do not use the operator: PyTorch before opset 14, Paddle), ending in ``act``, the
+    convolution that makes ``y`` first. The division by 6 may be a product by 1/6, and may come
+    before the product by ``y``. None where ``act`` ends no such chain after a Conv (or a FusedConv
+    without activation), or another node reads a value the chain makes within, or the graph's
+    opset is below 14: files written for other runtimes get the HardSwish operator back
+    (:mod:`.unfuse`), which came in opset 14."""
+    if graph.opset() < 14:
+        return None
+    scaled = _divided_by_six(graph, act)
+    if scaled is not None:  # (y * relu6(y + 3)) / 6
+        product = made.get(scaled)
+        if product is None or product.domain or product.op_type != "Mul" or len(product.inputs) != 2:
+            return None
+        orders = [(product.inputs[k], product.inputs[1 - k], product) for k in (0, 1)]
+    elif act.op_type == "Mul" and len(act.inputs) == 2:  # y * (relu6(y + 3) / 6)
+        orders = []
+        for k in (0, 1):
+            sixth = made.get(act.inputs[1 - k])
+            inner = None if sixth is None or sixth.domain else _divided_by_six(graph, sixth)
+            if inner is not None:
+                orders.append((act.inputs[k], inner, sixth))
+    else:
+        return None
+    for y, clipped, between in orders:
+        found = _relu6_of_plus_three(graph, made, clipped, y)
+        conv = made.get(y)
+        if found is None or conv is None or not _takes_activation(conv):
+            continue
+        add, clip = found
+        multiplies = between if between.op_type == "Mul" and y in between.inputs else act
+        chain = [conv, add, clip, between, act]
+        if y in output_names(graph) or sorted(map(id, readers.get(y, []))) != sorted(
+            (id(add), id(multiplies))
+        ):
+            continue
+        if all(
+            only_reader(graph, readers, node.outputs[0]) is chain[k + 2] for k, node in enumerate(chain[1:-1])
+        ):
+            return chain
+    return None
+
+
+def _divided_by_six(graph: Graph, node: Node) -> str | None:
+    """What ``node`` divides by 6 (``Div(v, 6)``, ``Mul(v, 1/6)``), else None."""
+    if node.domain or len(node.inputs) != 2:
+        return None
+    for k in (0, 1) if node.op_type == "Mul" else (0,) if node.op_type == "Div" else ():
+        number = scalar(constant(graph, node.inputs[1 - k]))
+        target = 1 / 6 if node.op_type == "Mul" else 6.0
+        if number is not None and math.isclose(number, target, rel_tol=1e-6):
+            return node.inputs[k]
+    return None
+
+
+def _relu6_of_plus_three(graph: Graph, made: dict[str, Node], name: str, y: str) -> tuple[Node, Node] | None:
+    """The ``Add(y, 3)`` and ``Clip(., 0, 6)`` nodes that make ``name``, else None."""
+    clip = made.get(name)
+    if clip is None or clip.domain or clip.op_type != "Clip" or _params(graph, clip) != [0.0, 6.0]:
+        return None
+    add = made.get(clip.inputs[0])
+    if add is None or add.domain or add.op_type != "Add" or len(add.inputs) != 2 or y not in add.inputs:
+        return None
+    three = scalar(constant(graph, add.inputs[1 - add.inputs.index(y)]))
+    return (add, clip) if three == 3.0 else None
 
 
 def _takes_activation(node: Node) -> bool:
