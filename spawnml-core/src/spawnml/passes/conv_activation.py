@@ -170,9 +170,10 @@ def _hard_swish_parts(
         orders = []
         for k in (0, 1):
             sixth = made.get(act.inputs[1 - k])
-            inner = None if sixth is None or sixth.domain else _divided_by_six(graph, sixth)
-            if inner is not None:
-                orders.append((act.inputs[k], inner, sixth))
+            if sixth is not None and not sixth.domain:
+                inner = _divided_by_six(graph, sixth)
+                if inner is not None:
+                    orders.append((act.inputs[k], inner, sixth))
     else:
         return None
     for y, clipped, between in orders:
