@@ -206,7 +206,7 @@ def run_both(path: Path, feeds: list[Feeds], optimized: bool = True) -> list[tup
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     theirs = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     ours = spawnml.InferenceSession(str(path), providers=["cpu"])
-    pairs = []
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
     for feed in feeds:
         pairs += zip(ours.run(None, feed), theirs.run(None, feed), strict=True)
     return [(np.asarray(got), want) for got, want in pairs]
@@ -215,6 +215,16 @@ def run_both(path: Path, feeds: list[Feeds], optimized: bool = True) -> list[tup
 def operators(path: Path) -> set[str]:
     """``domain::op_type`` of every node of the model at ``path``."""
     return {f"{node.domain or 'ai.onnx'}::{node.op_type}" for node in onnx.load(str(path)).graph.node}
+
+
+def ort_optimized(path: Path) -> Path:
+    """The model onnxruntime saves after its extended graph optimizations (the fusions that write
+    com.microsoft operators, none of the layout changes that tie a file to one machine)."""
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(path.with_name(f"{path.stem}-optimized.onnx"))
+    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return Path(options.optimized_model_filepath)
 
 
 def assert_equal(pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
@@ -285,6 +295,11 @@ QOPERATOR_WRITES = {
 }
 
 
+#: The com.microsoft operators onnxruntime's optimizer writes of the QDQ models with uint8
+#: activations.
+QDQ_FUSED = {"cnn": QOPERATOR_WRITES["cnn"] - {"QLinearSoftmax"}, "mlp": {"QLinearWhere"}}
+
+
 @pytest.mark.parametrize(("model", "fmt", "activation", "weight", "per_channel", "reduce_range"), STATIC)
 def test_quantize_static(
     sources: dict[str, Path],
@@ -322,6 +337,12 @@ def test_quantize_static(
         for optimized in (False, True):
             for got, want in run_both(path, feeds, optimized):
                 np.testing.assert_allclose(got, want, rtol=0, atol=step * 1.001)
+        # onnxruntime's optimizer turns the pairs into QOperator nodes (more of them with uint8
+        # activations): integers again
+        fused = ort_optimized(path)
+        if activation == QuantType.QUInt8:
+            assert {f"{MS}::{name}" for name in QDQ_FUSED[model]} <= operators(fused)
+        assert_equal(run_both(fused, feeds))
 
 
 def output_step(path: Path) -> float:
@@ -363,9 +384,12 @@ def test_quantize_dynamic(
         "mlp": "ai.onnx::MatMulInteger",
     }
     assert expected[model] in written
-    assert_close(
-        run_both(path, list(batches(SMALL[model][1], seed=8, scale=2.0)), optimized=True), DYNAMIC_RTOL
-    )
+    feeds = list(batches(SMALL[model][1], seed=8, scale=2.0))
+    assert_close(run_both(path, feeds), DYNAMIC_RTOL)
+    if model != "lstm":  # onnxruntime's optimizer fuses the MatMulInteger chains
+        fused = ort_optimized(path)
+        assert f"{MS}::DynamicQuantizeMatMul" in operators(fused)
+        assert_close(run_both(fused, feeds), DYNAMIC_RTOL)
 
 
 # The project's real models --------------------------------------------------------------------
@@ -401,6 +425,9 @@ def test_captcha_crnn_dynamic(tmp_path: Path, weight: QuantType, per_channel: bo
     rng = np.random.default_rng(20)
     feeds = [{"image": rng.random((batch, 3, 60, 160), dtype=np.float32)} for batch in (1, 2)]
     print(f"largest difference {assert_close(run_both(path, feeds), DYNAMIC_RTOL):.1e} of the largest output")
+    fused = ort_optimized(path)
+    assert f"{MS}::DynamicQuantizeMatMul" in operators(fused)
+    assert_close(run_both(fused, feeds), DYNAMIC_RTOL)
 
 
 @pytest.mark.real_model
@@ -449,6 +476,8 @@ TRANSFORMERS_WRITE = {
     ),
     "gpt2": ({"SkipLayerNormalization", "FastGelu"}, set()),
 }
+#: What onnxruntime's own graph optimizer writes of the exported and the quantized models.
+ORT_OPTIMIZER_WRITES = ({"FusedMatMul"}, {"DynamicQuantizeMatMul"})
 
 
 def export_transformer(kind: str, path: Path) -> list[str]:
@@ -512,7 +541,8 @@ def token_feeds(path: Path, names: list[str]) -> list[Feeds]:
 
 @pytest.mark.parametrize("kind", sorted(TRANSFORMERS))
 def test_transformers_optimizer(tmp_path: Path, kind: str):
-    """The optimizer's fused model, then that model quantized dynamically."""
+    """The optimizer's fused model, then that model quantized dynamically; the exported and the
+    quantized model as onnxruntime's own graph optimizer saves them."""
     from onnxruntime.transformers.optimizer import optimize_model
 
     names = export_transformer(kind, tmp_path / "exported.onnx")
@@ -522,7 +552,15 @@ def test_transformers_optimizer(tmp_path: Path, kind: str):
     ).save_model_to_file(str(optimized))
     quantize_dynamic(optimized, quantized, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     fused, quantized_fused = TRANSFORMERS_WRITE[kind]
-    for path, expected in ((optimized, fused), (quantized, quantized_fused)):
+    exported_by_ort, quantized_by_ort = (
+        ort_optimized(path) for path in (tmp_path / "exported.onnx", quantized)
+    )
+    for path, expected in (
+        (optimized, fused),
+        (quantized, quantized_fused),
+        (exported_by_ort, ORT_OPTIMIZER_WRITES[0]),
+        (quantized_by_ort, ORT_OPTIMIZER_WRITES[1]),
+    ):
         assert {f"{MS}::{name}" for name in expected} <= operators(path)
         worst = assert_close(run_both(path, token_feeds(path, names)), DYNAMIC_RTOL)
         print(f"{path.name}: largest difference {worst:.1e} of the largest output")

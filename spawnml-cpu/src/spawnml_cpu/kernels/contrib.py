@@ -1,6 +1,6 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
 activations, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
-MatMulNBits and FusedConv,
+FusedMatMul, MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
 16-bit floats are computed in float32. Normalization statistics come out in float32 (or
@@ -371,6 +371,29 @@ def attend(
     output = merge_heads(matmul(softmax(scores), v)).astype(dtype)
     wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
     return output, np.stack([k, v]).astype(dtype) if wanted else None
+
+
+# FusedMatMul ---------------------------------------------------------------------------------
+
+
+def _check_fused_matmul(node: Node, opset: int) -> str | None:
+    if node.attrs.get("transBatchA", 0) or node.attrs.get("transBatchB", 0):
+        return "transBatchA and transBatchB are not supported"
+    return None
+
+
+@KERNELS.register("FusedMatMul", domain=MS, check=_check_fused_matmul)
+def _fused_matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
+    """``alpha * A @ B``, either operand's last two axes swapped first where asked."""
+    attrs = ctx.attrs
+    a, b = (
+        np.swapaxes(m, -1, -2) if attrs[flag] and m.ndim >= 2 else m
+        for m, flag in ((a, "transA"), (b, "transB"))
+    )
+    y = matmul(widen(a), widen(b))
+    if attrs["alpha"] != 1:
+        y = y * y.dtype.type(attrs["alpha"])
+    return y.astype(a.dtype, copy=False)
 
 
 # MatMulNBits ---------------------------------------------------------------------------------

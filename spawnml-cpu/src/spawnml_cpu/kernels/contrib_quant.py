@@ -1,10 +1,11 @@
-"""CPU kernels of the quantized forms ``quantize_dynamic`` gives onnxruntime's transformer
-operators: QAttention (Attention over a quantized input and quantized packed weights) and
-QEmbedLayerNormalization (EmbedLayerNormalization over quantized tables).
+"""CPU kernels of onnxruntime's quantized products and transformer operators: the quantized forms
+``quantize_dynamic`` gives Attention (QAttention, over a quantized input and quantized packed
+weights) and EmbedLayerNormalization (QEmbedLayerNormalization, over quantized tables), and the
+fused dynamic products its graph optimizer saves (DynamicQuantizeMatMul, MatMulIntegerToFloat).
 
-As onnxruntime computes them: QAttention's projection is the exact integer product times
-``input_scale * weight_scale`` (per column where the weights are per channel) in float32, plus
-the bias, then Attention's float heads; QEmbedLayerNormalization dequantizes each gathered
+As onnxruntime computes them: a product is exact in integers, then times ``a_scale *
+b_scale`` (per column where the weights are per channel) in float32, plus the bias;
+QAttention's heads are then Attention's; QEmbedLayerNormalization dequantizes each gathered
 value (``(q - zero_point) * scale``) and normalizes as EmbedLayerNormalization does.
 """
 
@@ -17,7 +18,7 @@ from spawnml.ops.defs.contrib import MS
 
 from .contrib import attend, embed_normalized, gathered, mask_index, position_ids
 from .nn_common import matmul
-from .quant import shifted
+from .quant import dynamic_quantize, shifted
 from .table import KERNELS
 
 Array = np.ndarray
@@ -47,9 +48,48 @@ def _qattention(
 ) -> tuple[Array, Array | None]:
     weight_zero = None if weight_zero_point is None else weight_zero_point.reshape(-1)
     accumulated = matmul(shifted(x, input_zero_point), shifted(weights, weight_zero))
-    scale = np.float32(input_scale.reshape(-1)[0]) * weight_scale.astype(FLOAT32).reshape(-1)
-    projected = accumulated.astype(FLOAT32) * scale + bias.astype(FLOAT32)
+    projected = _scaled_product(accumulated, input_scale, weight_scale, bias)
     return attend(ctx, projected, FLOAT32, mask, past, None)
+
+
+def _scaled_product(accumulated: Array, a_scale: Array, b_scale: Array, bias: Array | None) -> Array:
+    """Exact integer sums times ``a_scale * b_scale`` (per column where ``b_scale`` is) in
+    float32, plus the bias: onnxruntime's output step of a quantized product."""
+    scale = np.float32(a_scale.reshape(-1)[0]) * b_scale.astype(FLOAT32).reshape(-1)
+    y = accumulated.astype(FLOAT32) * scale
+    return y if bias is None else y + bias.astype(FLOAT32)
+
+
+@KERNELS.register("DynamicQuantizeMatMul", domain=MS)
+def _dynamic_quantize_matmul(
+    ctx: KernelContext,
+    a: Array,
+    b: Array,
+    b_scale: Array,
+    b_zero_point: Array | None = None,
+    bias: Array | None = None,
+) -> Array:
+    """``A`` quantized dynamically (DynamicQuantizeLinear's rules, all of it at once) times the
+    quantized ``B``."""
+    quantized, a_scale, a_zero_point = dynamic_quantize(a)
+    zero = None if b_zero_point is None else b_zero_point.reshape(-1)
+    return _scaled_product(matmul(shifted(quantized, a_zero_point), shifted(b, zero)), a_scale, b_scale, bias)
+
+
+@KERNELS.register("MatMulIntegerToFloat", domain=MS)
+def _matmul_integer_to_float(
+    ctx: KernelContext,
+    a: Array,
+    b: Array,
+    a_scale: Array,
+    b_scale: Array,
+    a_zero_point: Array | None = None,
+    b_zero_point: Array | None = None,
+    bias: Array | None = None,
+) -> Array:
+    a_zero = None if a_zero_point is None else a_zero_point.reshape(())
+    b_zero = None if b_zero_point is None else b_zero_point.reshape(-1)
+    return _scaled_product(matmul(shifted(a, a_zero), shifted(b, b_zero)), a_scale, b_scale, bias)
 
 
 def _dequantized(values: Array, scale: Array, zero_point: Array) -> Array:
@@ -85,10 +125,11 @@ def _qembed_layer_norm(
             gathered(position_embedding, positions, "position ids"), position_scale, position_zero_point
         ),
     ]
-    segments = (segment_ids, segment_embedding, segment_scale, segment_zero_point)
-    if all(given is not None for given in segments):
-        ids, table, scale, zero_point = segments
-        embeddings.append(_dequantized(gathered(table, ids, "segment_ids"), scale, zero_point))
+    if segment_ids is not None and segment_embedding is not None:
+        if segment_scale is None or segment_zero_point is None:
+            raise ValueError("QEmbedLayerNormalization: a segment embedding needs its scale and zero point")
+        rows = gathered(segment_embedding, segment_ids, "segment_ids")
+        embeddings.append(_dequantized(rows, segment_scale, segment_zero_point))
     y, _ = embed_normalized(
         embeddings,
         _dequantized(gamma, gamma_scale, gamma_zero_point),

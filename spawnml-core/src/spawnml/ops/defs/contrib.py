@@ -1,6 +1,6 @@
 """onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
-and simplified layer normalization, EmbedLayerNormalization, Attention, MatMulNBits and
-FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
+and simplified layer normalization, EmbedLayerNormalization, Attention, FusedMatMul,
+MatMulNBits and FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
 opset 17, SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from ...dtypes import from_onnx
 from ...ir import Dim, Shape
 from ..schema import REQUIRED, Attribute, InferenceContext, InferFn, OpSchema, TensorType
 from ..shapes import broadcast_inputs, normalize_axis, same_as_input, sliding_windows
+from .nn import matmul_shape
 
 MS = "com.microsoft"
 FLOAT32 = np.dtype(np.float32)
@@ -69,6 +70,17 @@ def _infer_embed_normalization(ctx: InferenceContext) -> list[TensorType]:
     tokens = (*ids, width) if ids is not None and len(ids) == 2 else None
     embedded = TensorType(words.dtype, tokens)
     return [embedded, TensorType(INT32, None if ids is None else ids[:1]), embedded]
+
+
+def _infer_fused_matmul(ctx: InferenceContext) -> list[TensorType]:
+    """``alpha * A @ B`` with either operand's last two axes swapped first where asked."""
+    shapes = []
+    for index, flag in ((0, "transA"), (1, "transB")):
+        shape = _input(ctx, index).shape
+        if shape is not None and ctx.attrs[flag] and len(shape) >= 2:
+            shape = (*shape[:-2], shape[-1], shape[-2])
+        shapes.append(shape)
+    return [TensorType(_input(ctx, 0).dtype, matmul_shape(*shapes))]
 
 
 def _infer_matmul_nbits(ctx: InferenceContext) -> list[TensorType]:
@@ -151,6 +163,16 @@ SCHEMAS: list[OpSchema] = [
         Attribute("mask_index_type", "int", 1),
         inputs=(7, 9),
         outputs=(1, 3),
+    ),
+    _ms(
+        "FusedMatMul",
+        _infer_fused_matmul,
+        Attribute("alpha", "float", 1.0),
+        Attribute("transA", "int", 0),
+        Attribute("transB", "int", 0),
+        Attribute("transBatchA", "int", 0),
+        Attribute("transBatchB", "int", 0),
+        inputs=(2, 2),
     ),
     _ms(
         "MatMulNBits",

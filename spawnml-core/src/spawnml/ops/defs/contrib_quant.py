@@ -1,7 +1,9 @@
 """onnxruntime's quantized contrib operators (com.microsoft), the ones its quantization tool
 writes: the QOperator forms of elementwise operators, pools, Concat, Softmax and Gemm that
-``quantize_static`` emits, and what ``quantize_dynamic`` makes of LSTM, Attention and
-EmbedLayerNormalization (DynamicQuantizeLSTM, QAttention, QEmbedLayerNormalization).
+``quantize_static`` emits, what ``quantize_dynamic`` makes of LSTM, Attention and
+EmbedLayerNormalization (DynamicQuantizeLSTM, QAttention, QEmbedLayerNormalization), and the
+fused dynamic products onnxruntime's graph optimizer saves (DynamicQuantizeMatMul,
+MatMulIntegerToFloat).
 
 Input layouts follow onnxruntime's ContribOperators.md: each quantized tensor is followed by its
 scale and (optional) zero point, and the output's scale and zero point come last.
@@ -15,6 +17,7 @@ from ...ir import Dim
 from ..schema import REQUIRED, Attribute, InferenceContext, InferFn, OpSchema, TensorType
 from ..shapes import broadcast, normalize_axis, same_as_input, sliding_windows
 from .contrib import MS
+from .nn import matmul_shape
 from .recurrent import directions
 
 FLOAT32 = np.dtype(np.float32)
@@ -86,6 +89,11 @@ def _infer_quantized_lstm(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(x.dtype, (steps, count, batch, hidden)), final, final]
 
 
+def _infer_float_matmul(ctx: InferenceContext) -> list[TensorType]:
+    """float32 ``A @ B`` of inputs 0 and 1."""
+    return [TensorType(FLOAT32, matmul_shape(_input(ctx, 0).shape, _input(ctx, 1).shape))]
+
+
 def _infer_qattention(ctx: InferenceContext) -> list[TensorType]:
     """float32 ``[B, S, V]`` with ``V`` a third of the packed weights' width; the present."""
     x, weights = _input(ctx, 0).shape, _input(ctx, 1).shape
@@ -148,6 +156,8 @@ SCHEMAS: list[OpSchema] = [
         Attribute("transA", "int", 0),
         Attribute("transB", "int", 0),
     ),
+    _ms("DynamicQuantizeMatMul", _infer_float_matmul, (3, 5)),
+    _ms("MatMulIntegerToFloat", _infer_float_matmul, (4, 7)),
     _ms(
         "QAttention",
         _infer_qattention,
