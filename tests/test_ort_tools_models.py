@@ -345,6 +345,37 @@ def test_quantize_static(
         assert_equal(run_both(fused, feeds))
 
 
+@pytest.mark.parametrize("model", ["cnn", "mlp"])
+@pytest.mark.parametrize(
+    ("activation", "weight"),
+    [
+        (QuantType.QUInt8, QuantType.QInt8),
+        (QuantType.QUInt16, QuantType.QInt16),
+        (QuantType.QInt16, QuantType.QInt16),
+    ],
+    ids=lambda t: t.name,
+)
+def test_quantize_static_contrib_qdq(
+    sources: dict[str, Path], tmp_path: Path, model: str, activation: QuantType, weight: QuantType
+):
+    """The QDQ format with onnxruntime's com.microsoft QuantizeLinear and DequantizeLinear (which
+    take 16-bit types), within one quantization step of onnxruntime's run of the graph as written."""
+    shapes = SMALL[model][1]
+    path = tmp_path / "quantized.onnx"
+    quantize_static(
+        sources[model],
+        path,
+        Calibration(shapes),
+        quant_format=QuantFormat.QDQ,
+        activation_type=activation,
+        weight_type=weight,
+        extra_options={"UseQDQContribOps": True},
+    )
+    assert {f"{MS}::QuantizeLinear", f"{MS}::DequantizeLinear"} <= operators(path)
+    for got, want in run_both(path, list(batches(shapes, seed=9)), optimized=False):
+        np.testing.assert_allclose(got, want, rtol=0, atol=output_step(path) * 1.001)
+
+
 def output_step(path: Path) -> float:
     """The scale of the DequantizeLinear that gives the model's output (through Identity nodes):
     one quantization step."""

@@ -1,4 +1,5 @@
-"""Quantization: (de)quantize per tensor, axis or block, and exact integer products.
+"""Quantization: (de)quantize per tensor, axis or block (also as onnxruntime's com.microsoft
+QuantizeLinear and DequantizeLinear), and exact integer products.
 
 Integer products run as float64 BLAS matmuls: every product of two 8-bit values and
 every sum of fewer than 2**37 of them is exact in float64, so the int32 result is too.
@@ -11,6 +12,7 @@ import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
 from spawnml.ir import Node
+from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
 
 from .conv import convolve
@@ -71,6 +73,7 @@ def _float32_precision(node: Node, opset: int) -> str | None:
     return None if precision in (0, 1) else f"precision {precision} (other than float32) is not supported"
 
 
+@KERNELS.register("QuantizeLinear", domain=MS)
 @KERNELS.register("QuantizeLinear", since=10, check=_float32_precision)
 def _quantize(
     ctx: KernelContext, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None
@@ -86,6 +89,7 @@ def _quantize(
     return saturate(ratio, dtype, bool(ctx.attrs.get("saturate", 1)))
 
 
+@KERNELS.register("DequantizeLinear", domain=MS)
 @KERNELS.register("DequantizeLinear", since=10)
 def _dequantize(
     ctx: KernelContext, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None = None

@@ -27,6 +27,17 @@ def _input(ctx: InferenceContext, index: int) -> TensorType:
     return ctx.input(index) or TensorType(None, None)
 
 
+def _infer_quantize(ctx: InferenceContext) -> list[TensorType]:
+    """``x``'s shape in the zero point's type (uint8 without one)."""
+    zero_point = ctx.input(2)
+    return [TensorType(np.dtype(np.uint8) if zero_point is None else zero_point.dtype, _input(ctx, 0).shape)]
+
+
+def _infer_dequantize(ctx: InferenceContext) -> list[TensorType]:
+    """``x``'s shape in the scale's type."""
+    return [TensorType(_input(ctx, 1).dtype, _input(ctx, 0).shape)]
+
+
 def _infer_binary(ctx: InferenceContext) -> list[TensorType]:
     """``A`` (input 0) and ``B`` (input 3) broadcast, in ``A``'s type."""
     a, b = _input(ctx, 0), _input(ctx, 3)
@@ -120,8 +131,13 @@ def _ms(
 
 
 _CHANNELS_LAST = Attribute("channels_last", "int", 0)
+_AXIS = Attribute("axis", "int", 1)
 
 SCHEMAS: list[OpSchema] = [
+    # the QDQ format's pairs in onnxruntime's domain (quantize_static's UseQDQContribOps), which
+    # take 16-bit and 4-bit integers before ai.onnx did
+    _ms("QuantizeLinear", _infer_quantize, (2, 3), _AXIS),
+    _ms("DequantizeLinear", _infer_dequantize, (2, 3), _AXIS),
     _ms("QLinearAdd", _infer_binary, (7, 8)),
     _ms("QLinearMul", _infer_binary, (7, 8)),
     _ms("QLinearWhere", _infer_where, (9, 9)),
