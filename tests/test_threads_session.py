@@ -61,7 +61,8 @@ assert threads.BLAS_THREADS_WORK <= DEPTH * WIDTH <= 256 * 512 * 512
 
 
 class Seen:
-    """Parts handed to the pool and BLAS thread counts of products steered, by the thread that ran them."""
+    """Parts handed to the pool, and BLAS's thread count inside each BLAS region, by the thread that
+    ran them."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -76,18 +77,18 @@ class Seen:
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
     record = Seen()
-    submit, steer = workers.Workers.submit, workers.keep_blas_threads_off
+    submit, enter = workers.Workers.submit, threads._BlasThreads.__enter__
 
     def counted_submit(self: workers.Workers, fn: Callable[[], None], copies: int) -> list[Future[None]]:
         record.add(record.pool, copies)
         return submit(self, fn, copies)
 
-    def counted_steer(blas: Any, count: int) -> Callable[[], None] | None:
-        record.add(record.blas, count)
-        return steer(blas, count)
+    def counted_enter(self: Any) -> None:
+        enter(self)
+        record.add(record.blas, threads._blas().get_num_threads())
 
     monkeypatch.setattr(workers.Workers, "submit", counted_submit)
-    monkeypatch.setattr(workers, "keep_blas_threads_off", counted_steer)
+    monkeypatch.setattr(threads._BlasThreads, "__enter__", counted_enter)
     yield record
 
 
@@ -104,7 +105,7 @@ def _reference() -> list[np.ndarray]:
 
 def test_one_thread_hands_nothing_to_other_threads(seen: Seen) -> None:
     outputs = _session(1).run(None, FEEDS)
-    assert seen.pool == [] and seen.blas == []
+    assert seen.pool == [] and seen.blas and {count for _, count in seen.blas} == {1}
     for ours, reference in zip(outputs, _reference(), strict=True):
         np.testing.assert_allclose(np.asarray(ours), reference, rtol=1e-4, atol=1e-3)
 
@@ -112,7 +113,7 @@ def test_one_thread_hands_nothing_to_other_threads(seen: Seen) -> None:
 def test_two_threads_cut_passes_and_run_products_on_two_blas_threads(seen: Seen) -> None:
     outputs = _session(2).run(None, FEEDS)
     assert seen.pool and all(copies == 1 for _, copies in seen.pool)
-    assert seen.blas and {count for _, count in seen.blas} == {2}
+    assert 2 in {count for _, count in seen.blas}
     for ours, reference in zip(outputs, _reference(), strict=True):
         np.testing.assert_allclose(np.asarray(ours), reference, rtol=1e-4, atol=1e-3)
 
@@ -143,8 +144,9 @@ def test_sessions_with_different_counts_run_side_by_side_on_their_own(seen: Seen
     for worker in workers_:
         worker.join()
     by_count = {count: ident for ident, count in done.items()}
-    assert not [1 for ident, _ in seen.pool + seen.blas if ident == by_count[1]]
-    assert {count for ident, count in seen.blas if ident == by_count[2]} == {2}
+    assert not [1 for ident, _ in seen.pool if ident == by_count[1]]
+    assert {count for ident, count in seen.blas if ident == by_count[1]} == {1}
+    assert 2 in {count for ident, count in seen.blas if ident == by_count[2]}
     assert [1 for ident, _ in seen.pool if ident == by_count[2]]
 
 

@@ -14,8 +14,8 @@ two cores shared with other processes:
 - Matrix products (:func:`.nn_common.matmul`: MatMul, Gemm, attention, the integer and
   recurrent ones, GGUF's dequantized weights; 1x1 convolutions and those by kernel tap) from
   :data:`BLAS_THREADS_WORK` multiply-adds on run on BLAS's own threads, which spin between
-  products, so that handing one over costs a few microseconds (they are kept off the caller's
-  CPU while the product runs, see :mod:`.workers`); smaller ones run on one BLAS thread, or for
+  products, so that handing one over costs a few microseconds (they are the process's, and SpawnML
+  never moves them, see :mod:`.workers`); smaller ones run on one BLAS thread, or for
   float32 1x1 convolutions on the register-tiled loop of :mod:`.tiles` (as all of those do on
   one thread).
 - The other convolutions' GEMMs run on one BLAS thread each. Those from
@@ -33,7 +33,7 @@ Same inputs, same bits: how a kernel splits its work and how many threads each o
 runs on follow from the work's size and the thread count alone, never from what other threads
 are doing. BLAS's thread count is the process's, so a kernel changes it only inside a
 :func:`blas_for` or :func:`one_blas_thread` region, which holds one lock from setting the count
-to putting it back (and BLAS's threads' CPUs, where it steered them): a product never runs on a
+to putting it back: a product never runs on a
 count another kernel set, and outside the regions BLAS runs as the process set it. Every BLAS
 call of the kernels runs inside such a region (code on pool threads runs inside its caller's).
 """
@@ -177,8 +177,7 @@ def run_parts(parts: Sequence[Callable[[], None]], threads: int | None = None) -
 
 def blas_for(work: int) -> _BlasThreads:
     """A region (a context manager) where BLAS runs on :func:`thread_count` threads for GEMMs of
-    ``work`` multiply-adds in all from :data:`BLAS_THREADS_WORK` on (its threads steered off the
-    caller's CPU, see :mod:`.workers`), on one thread below it."""
+    ``work`` multiply-adds in all from :data:`BLAS_THREADS_WORK` on, on one thread below it."""
     return _BlasThreads(None if work >= BLAS_THREADS_WORK else 1)
 
 
@@ -192,15 +191,13 @@ class _BlasThreads:
     the setting from setting it to putting it back. A class rather than a generator: it is entered
     around every matrix product and convolution, and a generator's context costs a microsecond more."""
 
-    __slots__ = ("_count", "_held", "_restore", "_unsteer")
+    __slots__ = ("_count", "_held", "_restore")
 
     def __init__(self, count: int | None) -> None:
         self._count = count
         self._held = False
         #: The count to put back on leaving, where the region changed it.
         self._restore: int | None = None
-        #: Puts BLAS's threads back on their CPUs, where the region steered them.
-        self._unsteer: Callable[[], None] | None = None
 
     def __enter__(self) -> None:
         blas = _blas()
@@ -214,8 +211,6 @@ class _BlasThreads:
             if count != current:
                 _set_blas_threads()(count)
                 self._restore = current
-            if count > 1:
-                self._unsteer = workers.keep_blas_threads_off(blas, count)
         except BaseException:
             self.__exit__()
             raise
@@ -224,10 +219,8 @@ class _BlasThreads:
         if not self._held:
             return
         try:
-            if self._unsteer is not None:
-                self._unsteer()
             if self._restore is not None:
                 _set_blas_threads()(self._restore)
         finally:
-            self._held, self._restore, self._unsteer = False, None, None
+            self._held, self._restore = False, None
             _blas_lock.release()
