@@ -85,7 +85,9 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
 
     def counted_enter(self: Any) -> None:
         enter(self)
-        record.add(record.blas, threads._blas().get_num_threads())
+        blas = threads._blas()
+        if blas is not None:
+            record.add(record.blas, blas.get_num_threads())
 
     monkeypatch.setattr(workers.Workers, "submit", counted_submit)
     monkeypatch.setattr(threads._BlasThreads, "__enter__", counted_enter)

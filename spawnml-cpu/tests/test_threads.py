@@ -9,6 +9,7 @@ import ctypes
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 from spawnml.threads import intra_op
@@ -82,9 +83,16 @@ def test_an_error_in_a_part_reaches_the_caller():
         run_parts([lambda: None, fail, lambda: None, lambda: None])
 
 
+def blas() -> Any:
+    """threadpoolctl's controller of numpy's BLAS (these tests need one)."""
+    controller = _blas()
+    assert controller is not None
+    return controller
+
+
 def blas_threads() -> int:
     """BLAS's thread count as it is set now."""
-    return _blas().get_num_threads()
+    return int(blas().get_num_threads())
 
 
 @pytest.mark.parametrize("outside", [1, 3])
@@ -111,12 +119,13 @@ def test_one_blas_thread_whatever_the_work_and_put_back():
 
 
 def test_regions_nest():
-    with threadpool_limits(3, user_api="blas"), intra_op(2), one_blas_thread():
-        assert thread_count() == 2
-        with blas_for(BLAS_THREADS_WORK):
-            assert blas_threads() == 2
-        assert blas_threads() == 1
-    assert blas_threads() == _blas().get_num_threads()
+    with threadpool_limits(3, user_api="blas"):
+        with intra_op(2), one_blas_thread():
+            assert thread_count() == 2
+            with blas_for(BLAS_THREADS_WORK):
+                assert blas_threads() == 2
+            assert blas_threads() == 1
+        assert blas_threads() == 3
 
 
 def test_a_product_never_runs_on_the_count_another_thread_set():
@@ -161,7 +170,7 @@ def test_pool_threads_are_kept_off_the_callers_cpu():
 
 def _openblas_thread_cpus(index: int) -> set[int]:
     """The CPUs OpenBLAS's thread ``index`` may run on, as OpenBLAS reports them."""
-    getaffinity = _blas().dynlib.openblas_getaffinity
+    getaffinity = blas().dynlib.openblas_getaffinity
     getaffinity.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p)
     mask = ctypes.create_string_buffer(128)
     assert getaffinity(index, len(mask), mask) == 0
@@ -171,7 +180,7 @@ def _openblas_thread_cpus(index: int) -> set[int]:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a move needs two CPUs to choose from")
 @pytest.mark.skipif(
-    _blas() is None or (_blas().internal_api, _blas().threading_layer) != ("openblas", "pthreads"),
+    _blas() is None or (blas().internal_api, blas().threading_layer) != ("openblas", "pthreads"),
     reason="reads OpenBLAS's own threads",
 )
 def test_openblas_threads_are_never_moved():
