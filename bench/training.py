@@ -1,9 +1,12 @@
 """Training-step time, SpawnML vs PyTorch CPU, for the digits MLP and CNN of the training tests.
 
 One step is zero_grad, forward, cross-entropy, backward and an Adam step on a fixed batch of
-8x8 images. Both libraries use the same thread count (BLAS through threadpoolctl, torch through
-set_num_threads); timed blocks of steps alternate between them after a warm-up, and the table
-gives the median milliseconds per step and SpawnML's time as a multiple of torch's.
+8x8 images, then reading the loss. SpawnML runs it eagerly and as a captured step replayed
+(``spawnml.autograd.capture_step``). Both libraries use the same thread count (BLAS through
+threadpoolctl, torch through set_num_threads); timed blocks of steps alternate between the runs
+after a warm-up, and the table gives the median milliseconds per step and SpawnML's times as
+multiples of torch's. WebGPU on lavapipe and OpenCL on PoCL run on the CPU: their figures
+measure the CPU.
 
 Usage: python bench/training.py [--device cpu] [--batch 128] [--steps 20] [--rounds 5] [--threads N]
 """
@@ -35,22 +38,25 @@ def build(lib, kind: str):
     )
 
 
-def stepper(library, kind: str, x: np.ndarray, y: np.ndarray, device: str = "cpu") -> Callable[[], float]:
+def stepper(
+    library, kind: str, x: np.ndarray, y: np.ndarray, device: str = "cpu", replay: bool = False
+) -> Callable[[], float]:
     """A closure running one training step of ``kind`` with ``library`` (spawnml or torch) on
-    ``device`` and returning the loss."""
+    ``device`` and returning the loss; with ``replay``, SpawnML's step is captured and replayed."""
     model = build(library.nn, kind).to(device)
     optimizer = library.optim.Adam(model.parameters(), lr=1e-3)
     inputs, targets = library.tensor(x, device=device), library.tensor(y, device=device)
     functional = library.nn.functional
 
-    def step() -> float:
+    def step(inputs, targets):
         optimizer.zero_grad()
         loss = functional.cross_entropy(model(inputs), targets)
         loss.backward()
         optimizer.step()
-        return loss.item()
+        return loss
 
-    return step
+    run = library.autograd.capture_step(step) if replay else step
+    return lambda: run(inputs, targets).item()
 
 
 def block(step: Callable[[], float], steps: int) -> float:
@@ -71,6 +77,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import spawnml
+    import spawnml.autograd
     import spawnml.nn.functional
     import torch
     from threadpoolctl import threadpool_limits
@@ -84,22 +91,29 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {threads} threads, "
         f"batch {args.batch}, spawnml {spawnml.__version__} on {args.device}, torch {torch.__version__}"
     )
-    print("\n| model | SpawnML ms/step | torch ms/step | SpawnML / torch |\n|---|---:|---:|---:|")
+    print(
+        "\n| model | SpawnML eager ms/step | SpawnML replay ms/step | torch ms/step | eager / torch "
+        "| replay / torch |\n|---|---:|---:|---:|---:|---:|"
+    )
     for kind, shape in shapes.items():
         x = rng.random(shape, dtype=np.float32)
         y = rng.integers(0, 10, args.batch)
         runners = {
-            "spawnml": stepper(spawnml, kind, x, y, args.device),
+            "eager": stepper(spawnml, kind, x, y, args.device),
+            "replay": stepper(spawnml, kind, x, y, args.device, replay=True),
             "torch": stepper(torch, kind, x, y),
         }
         times: dict[str, list[float]] = {name: [] for name in runners}
         for step in runners.values():
-            block(step, 3)  # warm-up: kernels compiled, pools filled
+            block(step, 3)  # warm-up: kernels compiled, pools filled, the step captured
         for _ in range(args.rounds):
             for name, step in runners.items():
                 times[name].append(block(step, args.steps))
-        ours, theirs = statistics.median(times["spawnml"]), statistics.median(times["torch"])
-        print(f"| {kind} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.1f}x |")
+        eager, replay, theirs = (statistics.median(times[name]) for name in runners)
+        print(
+            f"| {kind} | {eager:.2f} | {replay:.2f} | {theirs:.2f} | {eager / theirs:.2f}x "
+            f"| {replay / theirs:.2f}x |"
+        )
 
 
 if __name__ == "__main__":
