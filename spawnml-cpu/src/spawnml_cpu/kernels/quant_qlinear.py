@@ -2,16 +2,18 @@
 provider computes them so that the integers agree: the float32 operations it runs, in its order,
 rounded half to even and saturated at the end.
 
-- Unary operators and QLinearConcat's rescaling go through a 256-entry table: every value of
-  the 8-bit type dequantized (``scale * (q - zero_point)``), mapped, and quantized again.
-- QLinearAdd and QLinearMul rescale each operand by the ratio of its scale to the output's.
-- Integer sums (QGemm, QLinearGlobalAveragePool) are exact; their requantization multiplies
-  the float32 sum by one float32 scale.
+- Unary operators and the rescaling of QLinearConcat's and QLinearWhere's inputs go through a
+  256-entry table: every value of the 8-bit type dequantized (``scale * (q - zero_point)``),
+  mapped, and quantized again.
+- QLinearAdd rescales each operand by the ratio of its scale to the output's, in fused
+  multiply-adds (onnxruntime's x86 AVX2 kernel); QLinearMul multiplies the shifted integers'
+  product by one float32 scale.
+- Integer sums (QGemm, QLinearAveragePool, QLinearGlobalAveragePool) are exact; their
+  requantization multiplies the float32 sum by float32 scales.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 
@@ -107,6 +109,12 @@ def _qlinear_leaky_relu(
     return _lookup(x, x_scale, x_zero_point, y_scale, y_zero_point, lambda v: np.where(v >= 0, v, v * alpha))
 
 
+def _fused_multiply_add(x: Array, y: np.float32, z: Array | np.float32) -> Array:
+    """float32 ``x * y + z`` rounded once, as a fused multiply-add: the product of two float32
+    is exact in float64."""
+    return (x.astype(np.float64) * np.float64(y) + np.asarray(z, np.float64)).astype(FLOAT32)
+
+
 @KERNELS.register("QLinearAdd", domain=MS)
 def _qlinear_add(
     ctx: KernelContext,
@@ -119,15 +127,24 @@ def _qlinear_add(
     c_scale: Array,
     c_zero_point: Array | None = None,
 ) -> Array:
-    """``a_ratio * a + b_ratio * b + shift`` in float32, each ratio its operand's scale over the
-    output's and ``shift`` the output's zero point less the operands' scaled ones."""
+    """onnxruntime's (x86 AVX2) QLinearAdd: each operand times the ratio of its scale to the
+    output's, added by fused multiply-adds to ``c_zero - (a_ratio * a_zero + b_ratio * b_zero)``
+    (B's term first, then A's; a one-element operand's term folded into that constant first)."""
     c_zero = _zero_point(c_zero_point, a.dtype)
     scale_c = _scalar(c_scale)
-    ratio_a, ratio_b = _scalar(a_scale) / scale_c, _scalar(b_scale) / scale_c
-    zero_a = np.float32(_zero_point(a_zero_point, a.dtype))
-    zero_b = np.float32(_zero_point(b_zero_point, b.dtype))
-    shift = np.float32(c_zero) - ratio_a * zero_a - ratio_b * zero_b
-    values = a.astype(FLOAT32) * ratio_a + b.astype(FLOAT32) * ratio_b + shift
+    terms = [
+        (x.astype(FLOAT32), _scalar(scale) / scale_c, np.float32(_zero_point(zero_point, x.dtype)))
+        for x, scale, zero_point in ((a, a_scale, a_zero_point), (b, b_scale, b_zero_point))
+    ]
+    (value_a, ratio_a, zero_a), (value_b, ratio_b, zero_b) = terms
+    fixed = np.float32(c_zero) - (ratio_a * zero_a + ratio_b * zero_b)
+    if value_a.size == 1 and value_b.size > 1:  # onnxruntime swaps the operands to make B the scalar
+        (value_a, ratio_a, _), (value_b, ratio_b, _) = terms[1], terms[0]
+    if value_b.size == 1:
+        values = _fused_multiply_add(value_a, ratio_a, fixed + value_b.reshape(()) * ratio_b)
+        values = values.reshape(np.broadcast_shapes(a.shape, b.shape))
+    else:
+        values = _fused_multiply_add(value_a, ratio_a, _fused_multiply_add(value_b, ratio_b, fixed))
     return saturate(np.rint(values), c_zero.dtype)
 
 
@@ -143,12 +160,14 @@ def _qlinear_mul(
     c_scale: Array,
     c_zero_point: Array | None = None,
 ) -> Array:
-    """The product of the zero-point-shifted operands times ``a_scale * b_scale / c_scale``."""
+    """The product of the zero-point-shifted operands times ``a_scale * b_scale / c_scale``, plus
+    the output's zero point, in float32, then rounded."""
     c_zero = _zero_point(c_zero_point, a.dtype)
     shifted_a = a.astype(np.int32) - _zero_point(a_zero_point, a.dtype).astype(np.int32)
     shifted_b = b.astype(np.int32) - _zero_point(b_zero_point, b.dtype).astype(np.int32)
     multiplier = _scalar(a_scale) * _scalar(b_scale) / _scalar(c_scale)
-    return requantize(shifted_a * shifted_b, multiplier, c_zero)
+    values = (shifted_a * shifted_b).astype(FLOAT32) * multiplier + np.float32(c_zero)
+    return saturate(np.rint(values), c_zero.dtype)
 
 
 def _rescaled(x: Array, scale: Array, zero_point: Array | None, y_scale: Array, y_zero_point: Array) -> Array:
@@ -199,24 +218,20 @@ def _qlinear_average_pool(
     y_scale: Array,
     y_zero_point: Array | None = None,
 ) -> Array:
-    """The float32 average of the dequantized window, quantized."""
-    dequantized = _dequantized(x, _scalar(x_scale), _zero_point(x_zero_point, x.dtype))
+    """Each window's exact integer sum less its zero points, times ``x_scale``, over the window's
+    size and ``y_scale`` in float32, plus the output's zero point, rounded. As in onnxruntime the
+    size is the kernel's with ``count_include_pad`` (also where ``ceil_mode`` runs a window past
+    the pads), else the taps on the input."""
+    zero = _zero_point(y_zero_point, x.dtype)
+    shifted = x.astype(np.int32) - _zero_point(x_zero_point, x.dtype).astype(np.int32)
     windows = Windows.of(ctx.attrs, x.shape[2:], ctx.attrs["kernel_shape"])
-    sums = sum(windows.each_tap(dequantized), np.zeros((), FLOAT32))  # tap by tap, in order
-    counts = _window_counts(windows, x.shape[2:], bool(ctx.attrs["count_include_pad"]))
-    return quantize(sums / counts.astype(FLOAT32), _scalar(y_scale), _zero_point(y_zero_point, x.dtype))
-
-
-def _window_counts(windows: Windows, sizes: tuple[int, ...], include_pad: bool) -> Array:
-    """The taps each window's average divides by: those on the input, or on the input and its
-    pads (not the extra end of ``ceil_mode``), counted by summing ones padded with 0 or 1."""
-    ones = np.ones((1, 1, *sizes), FLOAT32)
-    if include_pad:
-        ones = np.pad(
-            ones, [(0, 0), (0, 0), *zip(windows.begins, windows.ends, strict=True)], constant_values=1
-        )
-        windows = dataclasses.replace(windows, begins=(0,) * len(sizes))
-    return sum(windows.each_tap(ones), np.zeros((), FLOAT32))[0, 0]
+    sums = sum(windows.each_tap(shifted), np.zeros((), np.int32))  # pads add 0
+    if ctx.attrs["count_include_pad"]:
+        counts = np.float32(math.prod(windows.kernel))
+    else:
+        counts = sum(windows.each_tap(np.ones((1, 1, *x.shape[2:]), FLOAT32)), np.zeros((), FLOAT32))[0, 0]
+    values = sums.astype(FLOAT32) * _scalar(x_scale) / counts / _scalar(y_scale) + np.float32(zero)
+    return saturate(np.rint(values), zero.dtype)
 
 
 @KERNELS.register("QLinearGlobalAveragePool", domain=MS, check=_channels_first)
@@ -304,9 +319,5 @@ def _exp_table(x_scale: np.float32, width: int) -> Array:
 
 
 def _softmax_output(shares: Array, zero_point: Array) -> Array:
-    """Shares plus the zero point into the output type as onnxruntime stores them: values above
-    255 become 255 and the rest keep their low eight bits (int8 outputs wrap)."""
-    values = np.minimum(shares + int(zero_point), 255)
-    if zero_point.dtype == np.uint8:
-        return values.astype(np.uint8)
-    return (values & 0xFF).astype(np.uint8).view(np.int8)
+    """Shares plus the zero point, saturated into the output type."""
+    return saturate(shares + zero_point.astype(np.int64), zero_point.dtype)
