@@ -305,3 +305,56 @@ def test_dynamic_quantize_lstm_refuses_other_activations():
     )
     with pytest.raises(spawnml.errors.UnsupportedOperatorError, match="not LSTM's defaults"):
         spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])
+
+
+@pytest.mark.parametrize(("op", "attrs"), [("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.15})])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize(("x_scale", "y_scale"), [(0.05, 1 / 255), (0.11, 0.02), (0.013, 0.007)])
+def test_lookup_activations_every_value(op: str, attrs: dict, dtype: type, x_scale: float, y_scale: float):
+    """Every value of the 8-bit type through onnxruntime's table."""
+    info = np.iinfo(dtype)
+    x = np.arange(info.min, info.max + 1).astype(dtype).reshape(16, 16)
+    zero = 0 if dtype == np.uint8 else -128
+    inputs = [
+        ("x", x),
+        ("x_scale", _scalar(x_scale, np.float32)),
+        ("x_zero", _scalar(zero + 128 if op == "QLinearLeakyRelu" else zero + 100, dtype)),
+        ("y_scale", _scalar(y_scale, np.float32)),
+        ("y_zero", _scalar(zero + 40, dtype)),
+    ]
+    _assert_same(_run(_model(op, inputs, 1, ("x",), **attrs), {"x": x}))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_global_average_pool(dtype: type):
+    rng = np.random.default_rng(RNG_SEED)
+    x = _quantized(rng, (2, 5, 7, 9), dtype)
+    zero = 17 if dtype == np.uint8 else -9
+    inputs = [
+        ("x", x),
+        ("x_scale", _scalar(0.05, np.float32)),
+        ("x_zero", _scalar(zero, dtype)),
+        ("y_scale", _scalar(0.01, np.float32)),
+        ("y_zero", _scalar(zero, dtype)),
+    ]
+    _assert_same(_run(_model("QLinearGlobalAveragePool", inputs, 1, ("x",)), {"x": x}))
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+@pytest.mark.parametrize("mask", [False, True])
+def test_qattention(unidirectional: int, mask: bool):
+    rng = np.random.default_rng(RNG_SEED)
+    batch, length, width, heads = 2, 5, 8, 2
+    x = _quantized(rng, (batch, length, width), np.uint8)
+    inputs = [
+        ("x", x),
+        ("w", _quantized(rng, (width, 3 * width), np.int8)),
+        ("bias", rng.standard_normal(3 * width).astype(np.float32)),
+        ("x_scale", _scalar(0.02, np.float32)),
+        ("w_scale", _scalar(0.01, np.float32)),
+        ("mask", np.array([5, 3], np.int32) if mask else None),
+        ("x_zero", _scalar(128, np.uint8)),
+        ("w_zero", _scalar(0, np.int8)),
+    ]
+    model = _model("QAttention", inputs, 1, ("x",), num_heads=heads, unidirectional=unidirectional)
+    _assert_same(_run(model, {"x": x}), rtol=1e-6)
