@@ -215,3 +215,22 @@ def test_batch_norm_running_statistics_are_updated_by_each_replay():
 
     batches = _batches("cnn", 4)
     _assert_same_bits(run(True), run(False))
+
+
+def test_a_module_switched_to_eval_gets_its_own_plan():
+    def run(capture: bool, on_new_shapes="recapture") -> tuple[list[float], object]:
+        spawnml.manual_seed(4)
+        model = nn.Sequential(nn.Linear(64, 64), nn.Dropout(0.5), nn.ReLU(), nn.Linear(64, 10))
+        step = _trainer(model, SGD(model.parameters(), lr=0.1))
+        step = capture_step(step, on_new_shapes=on_new_shapes) if capture else step
+        losses = []
+        for index, (x, y) in enumerate(batches):
+            model.train(index % 3 != 2)
+            losses.append(step(*_on("cpu", x, y)).item())
+        return losses, step
+
+    batches = _batches("mlp", 9)
+    losses, step = run(True)
+    assert losses == run(False)[0] and step.plans == 2
+    with pytest.raises(CaptureError, match="modules in other modes"):
+        run(True, on_new_shapes="refuse")

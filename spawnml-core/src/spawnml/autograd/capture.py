@@ -47,6 +47,7 @@ class Recorder:
         self.made: dict[int, weakref.ref[Tensor]] = {}  # tensors made or rebound during the step
         self.allow_reads = 0
         self.allow_draws = 0
+        self.modes: dict[int, tuple[weakref.ref[Any], bool]] = {}  # id(module) -> (module, training)
 
     # What the tensor and autograd layers tell the recorder.
     def created(self, tensor: Tensor) -> None:
@@ -83,6 +84,10 @@ class Recorder:
 
     def check(self, test: Callable[..., None], tensor: Tensor, args: tuple[Any, ...]) -> None:
         self.entries.append(Check(test, self.slot_of(tensor), tensor.backend, args))
+
+    def module(self, module: Any) -> None:
+        """Note a module the step calls: the plan holds while its ``training`` flag is unchanged."""
+        self.modes.setdefault(id(module), (weakref.ref(module), bool(module.training)))
 
     def host_call(self, fn: Callable[[], Any]) -> None:
         self.entries.append(HostCall(fn))
@@ -159,7 +164,8 @@ class Recorder:
             tensor = ref()
             if tensor is not None and self.slots.get(id(tensor.buffer)) in self.produced:
                 bindings.append((ref, self.slots[id(tensor.buffer)]))
-        return Plan(len(self.buffers), self.entries, tuple(inputs), self.state, returned, bindings)
+        modes = list(self.modes.values())
+        return Plan(len(self.buffers), self.entries, tuple(inputs), self.state, returned, bindings, modes)
 
 
 def capture_step(
@@ -170,9 +176,9 @@ def capture_step(
 
     The first ``warmup`` calls with a new signature (tensor shapes, dtypes and devices, other
     arguments' values) run eagerly, the next one is captured while it runs, and later calls
-    replay the capture. ``on_new_shapes`` says what a call with another signature does:
-    ``"recapture"`` (warm up and capture a plan for it too) or ``"refuse"`` (raise
-    :class:`CaptureError`).
+    replay the capture while the modules the step called keep their train/eval modes.
+    ``on_new_shapes`` says what a call with another signature, or with modules in other modes,
+    does: ``"recapture"`` (capture a plan for it too) or ``"refuse"`` (raise :class:`CaptureError`).
     """
     if on_new_shapes not in ("recapture", "refuse"):
         raise InvalidArgumentError(f"on_new_shapes is 'recapture' or 'refuse', not {on_new_shapes!r}")
@@ -194,38 +200,45 @@ class CapturedStep:
         self.fn = fn
         self.warmup = warmup
         self.on_new_shapes = on_new_shapes
-        self._plans: dict[Hashable, tuple[Plan, Callable[[list[Tensor]], Any]]] = {}
+        self._plans: dict[Hashable, list[tuple[Plan, Callable[[list[Tensor]], Any]]]] = {}
         self._runs: Counter[Hashable] = Counter()
         self._first: Hashable | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         inputs, signature = _signature((args, kwargs))
-        found = self._plans.get(signature)
-        if found is not None:
-            plan, rebuild = found
-            return rebuild(plan.replay(inputs))
-        if self._first is None:
-            self._first = signature
-        elif signature != self._first and self.on_new_shapes == "refuse":
-            raise CaptureError(
-                f"this step was captured for {_describe(self._first)} and refuses {_describe(signature)}; "
-                "capture_step(..., on_new_shapes='recapture') captures each new signature"
-            )
+        plans = self._plans.setdefault(signature, [])
+        for plan, rebuild in plans:
+            if plan.holds():
+                return rebuild(plan.replay(inputs))
+        if self.on_new_shapes == "refuse":
+            if plans:
+                raise CaptureError(
+                    "this step was captured with its modules in other modes (train() or eval()); "
+                    "capture_step(..., on_new_shapes='recapture') captures each"
+                )
+            if self._first is None:
+                self._first = signature
+            elif signature != self._first:
+                raise CaptureError(
+                    f"this step was captured for {_describe(self._first)} and refuses "
+                    f"{_describe(signature)}; capture_step(..., on_new_shapes='recapture') captures each "
+                    "new signature"
+                )
         if self._runs[signature] < self.warmup:
             self._runs[signature] += 1
             return self.fn(*args, **kwargs)
         result, plan, rebuild = _capture(self.fn, args, kwargs, inputs)
-        self._plans[signature] = plan, rebuild
+        plans.append((plan, rebuild))
         return result
 
     @property
     def plans(self) -> int:
-        """How many signatures have a captured plan."""
-        return len(self._plans)
+        """How many plans were captured (one per signature and set of module modes)."""
+        return sum(len(plans) for plans in self._plans.values())
 
     def reset(self) -> None:
-        """Forget every capture (after changing what the step does: a model's train/eval mode,
-        hyperparameters other than the learning rate): the next calls warm up and capture again."""
+        """Forget every capture (after changing what the step does in Python, such as a
+        hyperparameter other than the learning rate): the next calls warm up and capture again."""
         self._plans.clear()
         self._runs.clear()
         self._first = None

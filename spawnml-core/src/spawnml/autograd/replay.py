@@ -132,8 +132,8 @@ class Transfer(Entry):
 @dataclass(eq=False)
 class Plan:
     """A captured step: its entries over ``size`` slots, where its inputs and the state it read
-    go, which slots it returns, and which tensors alive after the capture to rebind to the new
-    buffers (the gradients in ``.grad``)."""
+    go, which slots it returns, which tensors alive after the capture to rebind to the new
+    buffers (the gradients in ``.grad``), and the modes of the modules it called."""
 
     size: int
     entries: list[Entry]
@@ -141,9 +141,15 @@ class Plan:
     state: list[tuple[int, Tensor]]
     outputs: tuple[tuple[int, Backend], ...]
     bindings: list[tuple[weakref.ref[Tensor], int]] = field(default_factory=list)
+    #: The modules the step called and their ``training`` flags at capture.
+    modes: list[tuple[weakref.ref[Any], bool]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._mark_releases()
+
+    def holds(self) -> bool:
+        """Whether every module the step called is still in the mode it was captured in."""
+        return all(module.training == flag for ref, flag in self.modes if (module := ref()) is not None)
 
     def replay(self, inputs: Sequence[Tensor]) -> list[Tensor]:
         """Run the step on ``inputs`` (the tensors of the call, in the captured order) and return

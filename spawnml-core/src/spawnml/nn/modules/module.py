@@ -15,7 +15,7 @@ import numpy as np
 
 from ...autograd.mode import no_grad
 from ...errors import InvalidArgumentError
-from ...tensor import Tensor
+from ...tensor import Tensor, capturing
 
 
 class Parameter(Tensor):
@@ -58,6 +58,8 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if capturing.recorder is not None:  # a captured step is valid for this mode only
+            capturing.recorder.module(self)
         return self.forward(*args, **kwargs)
 
     # Registration.
