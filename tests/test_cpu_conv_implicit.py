@@ -37,6 +37,14 @@ CASES = {
     "few-output-rows": ((1, 64, 4, 12), (48, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     "same-upper": ((1, 5, 21, 20), (7, 5, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     "1d": ((1, 64, 5000), (10, 64, 5), {"strides": [2], "pads": [2, 1]}),
+    # Images of a batch go through the products together, their rows one after another.
+    "batch-of-one-row-images": ((16, 8, 1, 21), (20, 8, 1, 5), {"pads": [0, 2, 0, 2]}),
+    "batch-strided-grouped": (
+        (3, 12, 9, 11),
+        (12, 6, 3, 3),
+        {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    ),
+    "batch-3x3": ((5, 16, 6, 7), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
 }
 
 
@@ -84,7 +92,9 @@ def test_conv_matches_onnxruntime(name, gathered_calls):
     assert gathered_calls
 
 
-@pytest.mark.parametrize("name", ["3x3", "3x3-stride2-odd", "5x5-strides-2-3-asymmetric-grouped"])
+@pytest.mark.parametrize(
+    "name", ["3x3", "3x3-stride2-odd", "5x5-strides-2-3-asymmetric-grouped", "batch-strided-grouped"]
+)
 def test_fused_conv_with_residual_and_activation_matches_onnxruntime(name, gathered_calls):
     """Bias, residual, clamp and then an activation, applied per band as the sums are cropped."""
     x_shape, w_shape, attrs = CASES[name]
@@ -106,6 +116,7 @@ SPLIT_CASES = {
     "rows": ((1, 32, 64, 60), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
     "channels": ((1, 256, 6, 12), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}),
     "grouped-channels": ((1, 128, 5, 14), (192, 32, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
+    "batch-rows": ((6, 32, 12, 30), (24, 32, 3, 3), {"strides": [1, 2], "pads": [1, 1, 1, 1]}),
 }
 
 
@@ -123,12 +134,12 @@ def test_same_bits_on_one_and_two_threads(name, gathered_calls):
     weights = np.ascontiguousarray(w.reshape(group, w.shape[0] // group, -1))
     answers = []
     for threads in (1, 2):
-        y = np.full((w.shape[0], *windows.out), np.nan, np.float32)
+        y = np.full((len(x), w.shape[0], *windows.out), np.nan, np.float32)
         low, high = conv._unbounded(y.dtype)
-        conv_implicit.convolve(windows, x[0], weights, b, low, high, None, y, threads, loops.NO_ACTIVATION)
-        per_group = y.reshape(group, -1, *windows.out)
-        assert (per_group == per_group[:, :1]).all()
+        conv_implicit.convolve(windows, x, weights, b, low, high, None, y, threads, loops.NO_ACTIVATION)
+        per_group = y.reshape(len(x), group, -1, *windows.out)
+        assert (per_group == per_group[:, :, :1]).all()
         answers.append(y)
     np.testing.assert_array_equal(*answers)
-    np.testing.assert_allclose(answers[0], _reference("Conv", x, w, b, None, attrs)[0], **TOLERANCE)
+    np.testing.assert_allclose(answers[0], _reference("Conv", x, w, b, None, attrs), **TOLERANCE)
     assert len(gathered_calls) > group  # the two-thread run was cut

@@ -274,11 +274,9 @@ def _convolve_2d(
         else:
             _pointwise(weights, x, shift if finish else None, low, high, extra, out, activation)
         return y
-    if x.dtype == np.float32 and _implicit().fits(windows, outputs // group):
+    if x.dtype == np.float32 and _implicit().fits(windows, outputs // group, batch):
         weights = np.ascontiguousarray(weights)
-        for n in range(batch):
-            extra = None if residual is None else residual[n]
-            _implicit().convolve(windows, x[n], weights, shift, low, high, extra, y[n], threads, activation)
+        _implicit().convolve(windows, x, weights, shift, low, high, residual, y, threads, activation)
         return y
     if group == 1 and outputs <= _BY_TAP_OUTPUTS and windows.strides == (1, 1):
         taps = math.prod(windows.kernel)  # every tap's weights, (KH * KW * M, C): a copy, once a call
