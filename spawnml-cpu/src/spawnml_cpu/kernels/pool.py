@@ -1,9 +1,10 @@
 """Pooling: reductions over sliding-window views, and the global pools.
 
-1-D and 2-D MaxPool without indices runs on a compiled loop (:func:`_max_pool_2d`) that reads
-each window in place, taps in the padding left out, instead of one pass over a padded copy per
-kernel tap; large ones are cut into spans of planes over the threads, as depthwise convolutions
-are (the same work: outputs times taps).
+1-D and 2-D float MaxPool without indices runs on a compiled loop (:func:`_max_pool_2d`) that
+reads the input in place, taps in the padding left out, and takes the maximum over a window's
+rows and then its columns (KH + KW passes where a pass over a padded copy per tap is KH * KW);
+large ones are cut into spans of planes over the threads, as depthwise convolutions are (the
+same work: outputs times taps).
 """
 
 from __future__ import annotations
