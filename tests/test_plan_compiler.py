@@ -7,6 +7,8 @@ bit for bit (the element type, the shape and every byte; strings by value).
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import numpy as np
@@ -124,3 +126,40 @@ def test_outputs_stay_the_callers_and_defaults_serve_unfed_inputs():
         kept = [array.copy() for array in got]
         got[0] += 100  # the caller's to change: the next run does not see it
         np.testing.assert_array_equal(ours.run(None, feeds)[0], kept[0])
+
+
+def test_a_compiled_plan_goes_with_its_session_without_waiting_for_the_collector():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_float("x", [3])], [_float("y", [3])])
+    session = spawnml.InferenceSession(model, NO_OPT, providers=["cpu"])
+    for _ in range(3):
+        session.run(None, {"x": np.ones(3, np.float32)})
+    plan = weakref.ref(session._plan)
+    assert session._plan.compiled is not None
+    gc.disable()
+    try:
+        del session
+        assert plan() is None
+    finally:
+        gc.enable()
+
+
+def test_a_cast_of_a_scalar_a_kernel_gave_as_a_numpy_scalar_matches_onnxruntime():
+    """Shape, then Gather of one index: a 0-d value, which a kernel may give as a numpy scalar."""
+    index = numpy_helper.from_array(np.array(1, np.int64), "index")
+    model = _model(
+        [
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Gather", ["shape", "index"], ["width"]),
+            helper.make_node("Cast", ["width"], ["y"], to=TensorProto.FLOAT),
+        ],
+        [_float("x", ["n", "m"])],
+        [_float("y", [])],
+        [index],
+    )
+    ours = spawnml.InferenceSession(model, NO_OPT, providers=["cpu"])
+    reference = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for width in (3, 5, 7):
+        feeds = {"x": np.zeros((2, width), np.float32)}
+        got, expected = ours.run(None, feeds)[0], reference.run(None, feeds)[0]
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)

@@ -14,7 +14,7 @@ then calls it in place of the kernel.
 
 The steps' loop stays what runs a plan the first time, while it is profiled, and where the
 compiled function declines the feeds (a feed missing, or lying on another device than its home).
-Errors name the node as the loop's do: the function keeps the index of the step it is at.
+Errors name the node as the loop's do: the line an error came through tells the step.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Direct:
 #: ``specializer(ctx, input_types, output_types)``: the direct call for a node (None where the
 #: kernel itself must run). Types are shape inference's, None where it found nothing.
 Specializer = Callable[
-    [KernelContext, Sequence["TensorType | None"], Sequence["TensorType | None"]], "Direct | None"
+    [KernelContext, Sequence[TensorType | None], Sequence[TensorType | None]], Direct | None
 ]
 _SPECIALIZERS: dict[Callable[..., Any], Specializer] = {}
 
@@ -64,19 +64,23 @@ def specialize(kernel: Callable[..., Any], specializer: Specializer) -> None:
 class CompiledPlan:
     """A plan as one function of its feeds (and the enclosing scope), giving every graph output."""
 
-    function: Callable[[Mapping[str, Placed], Scope | None], tuple[Placed, ...] | None]
+    #: ``function(plan, feeds, parent)``: the plan is an argument, not bound, so that a plan and
+    #: its compiled function make no reference cycle (a closed session's buffers go at once).
+    function: Callable[[Plan, Mapping[str, Placed], Scope | None], tuple[Placed, ...] | None]
     #: Each graph output's place in the function's results.
     positions: Mapping[str, int]
+    #: The graph's output names.
+    names: frozenset[str]
 
     def run(
-        self, feeds: Mapping[str, Placed], outputs: Sequence[str], parent: Scope | None
+        self, plan: Plan, feeds: Mapping[str, Placed], outputs: Sequence[str], parent: Scope | None
     ) -> list[Placed] | None:
-        """The outputs asked for, or None where the function declines the feeds or an output is
-        not the graph's (the steps' loop then runs)."""
+        """The outputs of ``plan`` (the one compiled) asked for, or None where the function
+        declines the feeds or an output is not the graph's (the steps' loop then runs)."""
         positions = self.positions
-        if not all(name in positions for name in outputs):
+        if not self.names.issuperset(outputs):
             return None
-        results = self.function(feeds, parent)
+        results = self.function(plan, feeds, parent)
         return None if results is None else [results[positions[name]] for name in outputs]
 
 
@@ -87,7 +91,7 @@ def compile_plan(plan: Plan) -> CompiledPlan:
     namespace = dict(writer.bound)
     exec(compile(source, f"<plan {plan.graph.name!r}>", "exec"), namespace)
     positions = {value.name: index for index, value in enumerate(plan.graph.outputs)}
-    return CompiledPlan(namespace["run"], positions)
+    return CompiledPlan(namespace["run"], positions, frozenset(positions))
 
 
 def direct_call(step: Step, types: Mapping[str, TensorType]) -> Direct | None:
@@ -113,6 +117,14 @@ def spread(result: Any, count: int) -> tuple[Any, ...]:
     return results[:count] + (None,) * (count - len(results))
 
 
+def step_at(steps: Sequence[Step], lines: Mapping[int, int], error: BaseException) -> Step:
+    """The step at whose line of a compiled function ``error`` came through: errors cost the
+    function nothing until they happen."""
+    traceback = error.__traceback__
+    assert traceback is not None  # an error being handled has one
+    return steps[lines[traceback.tb_lineno]]
+
+
 def one(result: Any) -> Any:
     """A kernel's result for a node of one output."""
     if isinstance(result, _SEQUENCES):
@@ -129,39 +141,47 @@ class _Writer:
             "STEPS": plan.steps,
             "DeviceError": DeviceError,
             "Scope": Scope,
-            "PLAN": plan,
             "call_kernel": call_kernel,
             "move": move,
             "one": one,
             "spread": spread,
             "raise_device_error": raise_device_error,
             "raise_kernel_error": raise_kernel_error,
+            "step_at": step_at,
         }
+        #: The step each line of the function's body runs for, by line number.
+        self.step_lines: dict[int, int] = {}
+        self.bound["LINES"] = self.step_lines
         self._names: dict[int, str] = {}  # id(object) -> its name in ``bound``
         #: Each value held in a local: (local, the backend it lies on).
         self.locals: dict[str, tuple[str, Backend]] = {}
+        self._free: list[str] = []  # locals of released values
+        self._made = 0  # locals named so far
+        #: The values some step or enclosed subgraph reads, or the graph gives.
+        self._used = {value.name for value in plan.graph.outputs}
+        for step in plan.steps:
+            self._used.update(step.node.inputs)
+            self._used.update(name for body in step.node.subgraphs() for name in body.free_names())
         self.lines: list[str] = []
 
     def source(self) -> str:
         self._feeds()
-        self.lines.append("try:")
-        body_start = len(self.lines)
-        for index, step in enumerate(self.plan.steps):
-            self.lines.append(f"    at = {index}")
-            self._step(step)
-        self.lines.append(
-            f"    return ({''.join(self._output(value.name) + ', ' for value in self.plan.graph.outputs)})"
-        )
-        if len(self.lines) == body_start + 1:  # no step: nothing to fail
-            self.lines[body_start - 1 : body_start + 1] = [self.lines[-1][4:]]
-        else:
+        if self.plan.steps:
+            self.lines.append("try:")
+            for index, step in enumerate(self.plan.steps):
+                first = len(self.lines)
+                self._step(step)
+                # the source's line numbers: the def line is the first
+                self.step_lines.update(dict.fromkeys(range(first + 2, len(self.lines) + 2), index))
             self.lines += [
                 "except DeviceError as error:",
-                "    raise_device_error(STEPS[at], error)",
+                "    raise_device_error(step_at(STEPS, LINES, error), error)",
                 "except Exception as error:",
-                "    raise_kernel_error(STEPS[at], error)",
+                "    raise_kernel_error(step_at(STEPS, LINES, error), error)",
             ]
-        return "def run(feeds, parent):\n" + "".join(f"    {line}\n" for line in self.lines)
+        outputs = "".join(self._output(value.name) + ", " for value in self.plan.graph.outputs)
+        self.lines.append(f"return ({outputs})")
+        return "def run(plan, feeds, parent):\n" + "".join(f"    {line}\n" for line in self.lines)
 
     def _bind(self, thing: Any, prefix: str) -> str:
         """The name under which the function reads ``thing``."""
@@ -172,7 +192,12 @@ class _Writer:
         return name
 
     def _local(self, value: str, backend: Backend) -> str:
-        local = f"v{len(self.locals)}"
+        """A local for ``value``: one a released value left, else a new one (Python compiles a
+        function of fewer locals faster)."""
+        if not self._free:
+            self._free.append(f"v{self._made}")
+            self._made += 1
+        local = self._free.pop()
         self.locals[value] = (local, backend)
         return local
 
@@ -205,9 +230,10 @@ class _Writer:
         else:
             self._call(step, args, targets)
         for name in step.release:
-            held = self.locals.get(name)
+            held = self.locals.pop(name, None)
             if held is not None:
                 self.lines.append(f"    del {held[0]}")
+                self._free.append(held[0])
 
     def _call(self, step: Step, args: list[str], targets: list[str]) -> None:
         direct = direct_call(step, self.plan.types)
@@ -231,7 +257,7 @@ class _Writer:
             for name in sorted(free)
             if name in self.locals
         ]
-        scope = f"Scope(PLAN, {{{', '.join(held)}}}, parent)"
+        scope = f"Scope(plan, {{{', '.join(held)}}}, parent)"
         call = f"call_kernel({self._bind(step, 's')}, ({''.join(arg + ', ' for arg in args)}), {scope})"
         self.lines.append(f"    {', '.join(targets)}, = spread({call}, {len(targets)})")
 
@@ -250,8 +276,8 @@ class _Writer:
         return f"move({local}, {self._bind(source, 'b')}, {self._bind(backend, 'b')})"
 
     def _target(self, name: str, backend: Backend) -> str:
-        """The local an output made on ``backend`` goes to (``_`` for an omitted output)."""
-        return self._local(name, backend) if name else "_"
+        """The local an output made on ``backend`` goes to (``_`` for one nothing reads)."""
+        return self._local(name, backend) if name and name in self._used else "_"
 
     def _output(self, name: str) -> str:
         """The expression of one graph output as a placed value."""

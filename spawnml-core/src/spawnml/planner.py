@@ -110,7 +110,7 @@ class Plan:
             if self.profiler is None:  # chosen once a run: neither way of running has timing in it
                 compiled = self.compiled or self._compile_after_first_run()
                 if compiled is not None:
-                    results = compiled.run(feeds, outputs, parent)
+                    results = compiled.run(self, feeds, outputs, parent)
                     if results is not None:
                         return results
             scope = Scope(self, dict(feeds), parent)

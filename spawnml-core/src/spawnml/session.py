@@ -106,6 +106,9 @@ class InferenceSession:
         self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
         self._required = [arg.name for arg in self.get_inputs()]  # checked on every run
+        #: The last feeds that passed every check, as :func:`_host_signature` gives them: feeds
+        #: with the same names, types and shapes pass again without the checks.
+        self._accepted: tuple[tuple[str, np.dtype, tuple[int, ...]], ...] | None = None
         if self._profiler is not None:
             self._profiler.record(SESSION_INITIALIZATION, SESSION, initialized)
             self._attach(self._profiler)
@@ -243,6 +246,15 @@ class InferenceSession:
         return list(output_names)
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, tuple[Any, Backend]]:
+        homes = self._open_plan().feed_homes
+        signature = _host_signature(feeds)
+        if signature is not None and signature == self._accepted:
+            return {name: _placed_tensor(name, feed, homes[name]) for name, feed in feeds.items()}
+        placed = self._checked_feeds(feeds, homes)
+        self._accepted = signature
+        return placed
+
+    def _checked_feeds(self, feeds: Mapping[str, Any], homes: Mapping[str, Backend]) -> dict[str, Placed]:
         unknown = sorted(set(feeds) - set(self._feedable))
         if unknown:
             raise InvalidFeedError(
@@ -252,7 +264,6 @@ class InferenceSession:
         if absent:
             raise InvalidFeedError(f"missing input(s) {absent}; the model requires {self._required}")
         symbols: dict[str, tuple[int, str]] = {}
-        homes = self._open_plan().feed_homes
         return {
             name: self._placed(self._feedable[name], feed, symbols, homes.get(name, self._providers[0]))
             for name, feed in feeds.items()
@@ -290,6 +301,18 @@ class InferenceSession:
             item = replace(element, name=f"{name}[{i}]", dtype=dtype)
             _check_feed(item, backend.dtype_of(buffer), backend.shape_of(buffer), {})
         return TensorSequence(tuple(buffer for buffer, _ in items), dtype), backend
+
+
+def _host_signature(feeds: Mapping[str, Any]) -> tuple[tuple[str, np.dtype, tuple[int, ...]], ...] | None:
+    """Each feed's name, element type and shape, in order, where every feed is a numpy array
+    (None otherwise): what decides whether the checks of :meth:`InferenceSession._checked_feeds`
+    pass, and how each feed is placed."""
+    signature = []
+    for name, feed in feeds.items():
+        if type(feed) is not np.ndarray:
+            return None
+        signature.append((name, feed.dtype, feed.shape))
+    return tuple(signature)
 
 
 def _placed_tensor(name: str, feed: Any, home: Backend) -> Placed:

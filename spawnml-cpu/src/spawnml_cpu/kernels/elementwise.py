@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, overload
@@ -101,8 +102,10 @@ def _register_all(
         _register(name, fn, out, check=check, since=since, until=until, direct=call)
 
 
-#: Element kinds a direct call may take: numbers and booleans (not strings, not raw bytes).
-_DIRECT_KINDS = frozenset("biufc")
+def _numpy_number(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is one of numpy's own numbers or booleans (not strings, objects, nor the
+    types ml_dtypes adds, some of which numpy counts as floats)."""
+    return dtype.isbuiltin == 1 and dtype.kind in "biufc"
 
 
 def _exact_direct(direct: DirectFor, out: int | np.dtype) -> Specializer:
@@ -118,17 +121,22 @@ def _exact_direct(direct: DirectFor, out: int | np.dtype) -> Specializer:
         if any(known is None or known.dtype is None or known.shape is None for known in inputs):
             return None
         types = [known.dtype for known in inputs]
-        if any(dtype in _NARROW_FLOATS or dtype.kind not in _DIRECT_KINDS for dtype in types):
+        if any(dtype in _NARROW_FLOATS or not _numpy_number(dtype) for dtype in types):
             return None
         if not any(len(known.shape) for known in inputs):
             return None
         call = direct(types[0])
-        with np.errstate(all="ignore"):
-            probe = call.fn(*(np.ones(1, dtype) for dtype in types), *call.extra)
-        expected = types[out] if isinstance(out, int) else out
-        return call if type(probe) is np.ndarray and probe.dtype == expected else None
+        return call if _gives(call, tuple(types), types[out] if isinstance(out, int) else out) else None
 
     return specializer
+
+
+@functools.cache
+def _gives(call: Direct, types: tuple[np.dtype, ...], expected: np.dtype) -> bool:
+    """Whether ``call`` on arrays of ``types`` gives an array of ``expected``, by a one-element probe."""
+    with np.errstate(all="ignore"):
+        probe = call.fn(*(np.ones(1, dtype) for dtype in types), *call.extra)
+    return type(probe) is np.ndarray and probe.dtype == expected
 
 
 def _plain(fn: Callable[..., Array]) -> DirectFor:
@@ -191,7 +199,10 @@ def map_float32(name: str, x: Array) -> Array:
     out = np.empty(x.shape, FLOAT32)
     source, target = np.ascontiguousarray(x).reshape(-1), out.reshape(-1)
     loop = _float32_loop(name)
-    over_threads(lambda span: loop(target[span], source[span]), x.size)
+    if x.size < MIN_SPLIT_ELEMENTS:  # as over_threads would, without making spans
+        loop(target, source)
+    else:
+        over_threads(lambda span: loop(target[span], source[span]), x.size)
     return out
 
 
@@ -528,6 +539,20 @@ def _cast(x: Array, target: np.dtype, attrs: Attrs) -> Array:
 def cast(ctx: KernelContext, x: Array) -> Array:
     with np.errstate(all="ignore"):
         return _cast(x, dtypes.from_onnx(int(ctx.attrs["to"])), ctx.attrs)
+
+
+def _cast_direct(ctx: KernelContext, inputs: Sequence[Any], outputs: Sequence[Any]) -> Direct | None:
+    """Between numpy's own numeric types a cast is ``astype`` alone: what :func:`_cast` comes to there."""
+    source, target = (
+        inputs[0].dtype if inputs[0] is not None else None,
+        dtypes.from_onnx(int(ctx.attrs["to"])),
+    )
+    if source is None or not _numpy_number(source) or not _numpy_number(target):
+        return None
+    return Direct(operator.methodcaller("astype", target))  # numpy scalars have it too
+
+
+specialize(cast, _cast_direct)
 
 
 @KERNELS.register("CastLike", since=15)
