@@ -595,3 +595,23 @@ def test_transformers_optimizer(tmp_path: Path, kind: str):
         assert {f"{MS}::{name}" for name in expected} <= operators(path)
         worst = assert_close(run_both(path, token_feeds(path, names)), DYNAMIC_RTOL)
         print(f"{path.name}: largest difference {worst:.1e} of the largest output")
+
+
+def test_transformers_optimizer_multi_head_attention(tmp_path: Path):
+    """The BERT's attention fused as MultiHeadAttention over separate Q, K and V projections."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    names = export_transformer("bert", tmp_path / "exported.onnx")
+    options = FusionOptions("bert")
+    options.use_multi_head_attention = True
+    path = tmp_path / "optimized.onnx"
+    optimize_model(
+        str(tmp_path / "exported.onnx"),
+        model_type="bert",
+        num_heads=4,
+        hidden_size=32,
+        optimization_options=options,
+    ).save_model_to_file(str(path))
+    assert f"{MS}::MultiHeadAttention" in operators(path)
+    assert_close(run_both(path, token_feeds(path, names)), DYNAMIC_RTOL)

@@ -358,3 +358,36 @@ def test_qattention(unidirectional: int, mask: bool):
     ]
     model = _model("QAttention", inputs, 1, ("x",), num_heads=heads, unidirectional=unidirectional)
     _assert_same(_run(model, {"x": x}), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mask", ["none", "lengths", "raw"])
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+def test_multi_head_attention(mask: str, cross: bool):
+    """Separate Q, K and V with their bias, a key padding mask and an attention bias; keys of
+    another length than the queries for cross-attention."""
+    rng = np.random.default_rng(RNG_SEED)
+    batch, queries, width, heads = 2, 4, 8, 2
+    keys = 6 if cross else queries
+    masks = {
+        "none": None,
+        "lengths": np.array([keys, keys - 2], np.int32),
+        "raw": (rng.random((batch, keys)) > 0.3).astype(np.int32),
+    }
+    inputs = [
+        ("q", rng.standard_normal((batch, queries, width)).astype(np.float32)),
+        ("k", rng.standard_normal((batch, keys, width)).astype(np.float32)),
+        ("v", rng.standard_normal((batch, keys, width)).astype(np.float32)),
+        ("bias", rng.standard_normal(3 * width).astype(np.float32)),
+        ("mask", masks[mask]),
+        ("attention_bias", rng.standard_normal((1, heads, queries, keys)).astype(np.float32)),
+    ]
+    feeds = {name: value for name, value in inputs[:3]}
+    model = _model("MultiHeadAttention", inputs, 1, tuple(feeds), num_heads=heads)
+    _assert_same(_run(model, feeds), rtol=1e-6)
+
+
+def test_multi_head_attention_refuses_packed_inputs():
+    x = np.zeros((1, 2, 2, 3, 4), np.float32)
+    model = _model("MultiHeadAttention", [("qkv", x)], 1, ("qkv",), num_heads=2)
+    with pytest.raises(spawnml.errors.UnsupportedOperatorError, match="packed query/key/value"):
+        spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])

@@ -1,6 +1,6 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
 activations, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
-FusedMatMul, MatMulNBits and FusedConv,
+MultiHeadAttention, FusedMatMul, MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
 16-bit floats are computed in float32. Normalization statistics come out in float32 (or
@@ -351,19 +351,36 @@ def attend(
     """Attention's heads over the packed Q/K/V projections ``[B, S, Q + K + V]`` of its input,
     with an optional key/value cache ``past`` (``[2, B, N, P, H]``) returned extended as
     ``present``; the output in ``dtype``."""
+    q_size, k_size, _ = _head_sizes(ctx.attrs, projected.shape[-1])
+    q, k, v = np.split(projected, [q_size, q_size + k_size], axis=-1)
+    return attend_heads(ctx, q, k, v, dtype, mask_index, past, attention_bias)
+
+
+def attend_heads(
+    ctx: KernelContext,
+    query: Array,
+    key: Array,
+    value: Array,
+    dtype: np.dtype,
+    mask_index: Array | None,
+    past: Array | None,
+    attention_bias: Array | None,
+) -> tuple[Array, Array | None]:
+    """``num_heads`` heads of scaled dot-product attention of ``query [B, S, D]`` over ``key``
+    and ``value [B, L, D]`` (after ``past``'s keys and values, where given), with the key mask,
+    causality and additive bias of onnxruntime's attention operators."""
     attrs = ctx.attrs
     heads = attrs["num_heads"]
-    q_size, k_size, _ = _head_sizes(attrs, projected.shape[-1])
-    q, k, v = (split_heads(part, heads) for part in np.split(projected, [q_size, q_size + k_size], axis=-1))
+    q, k, v = (split_heads(part, heads) for part in (query, key, value))
     if past is not None:
         k, v = np.concatenate([widen(past[0]), k], axis=2), np.concatenate([widen(past[1]), v], axis=2)
     past_length = k.shape[2] - q.shape[2]
     scale = attrs.get("scale") or 1 / math.sqrt(q.shape[-1])
     scores = matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
-    mask = np.zeros((projected.shape[0], q.shape[2], k.shape[2]), np.float32)
+    mask = np.zeros((query.shape[0], q.shape[2], k.shape[2]), np.float32)
     if mask_index is not None:
         mask = _attention_mask(mask_index, *mask.shape, attrs["mask_filter_value"])
-    if attrs["unidirectional"]:
+    if attrs.get("unidirectional", 0):
         mask = _causal(mask, past_length)
     scores = scores + mask[:, None]
     if attention_bias is not None:
@@ -371,6 +388,45 @@ def attend(
     output = merge_heads(matmul(softmax(scores), v)).astype(dtype)
     wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
     return output, np.stack([k, v]).astype(dtype) if wanted else None
+
+
+# MultiHeadAttention --------------------------------------------------------------------------
+
+#: MultiHeadAttention's inputs from the key/value cache on, which the CPU does not take.
+MHA_PAST = 6
+
+
+def _check_multi_head_attention(node: Node, opset: int) -> str | None:
+    if not (_given(node, 1) and _given(node, 2)):
+        return "packed query/key/value (no separate key and value) is not supported"
+    if any(_given(node, index) for index in range(MHA_PAST, len(node.inputs))) or any(node.outputs[1:]):
+        return "past and present keys and values are not supported"
+    return None if node.attrs.get("num_heads", 0) >= 1 else "num_heads must be at least 1"
+
+
+@KERNELS.register("MultiHeadAttention", domain=MS, check=_check_multi_head_attention)
+def _multi_head_attention(
+    ctx: KernelContext,
+    query: Array,
+    key: Array,
+    value: Array,
+    bias: Array | None = None,
+    key_padding_mask: Array | None = None,
+    attention_bias: Array | None = None,
+) -> Array:
+    """Attention of ``query [B, S, D]`` over ``key`` and ``value [B, L, D]`` projected already,
+    with the projections' ``bias [D + D + Dv]`` added first."""
+    if query.ndim != 3 or key.ndim != 3 or value.ndim != 3:
+        raise ValueError(
+            f"MultiHeadAttention: query, key and value of ranks {query.ndim}, {key.ndim}, {value.ndim}: "
+            "only the [batch, sequence, hidden] layout is supported on the CPU"
+        )
+    parts = [widen(part) for part in (query, key, value)]
+    if bias is not None:
+        ends = np.cumsum([part.shape[-1] for part in parts])[:-1]
+        parts = [part + widen(share) for part, share in zip(parts, np.split(bias, ends), strict=True)]
+    output, _ = attend_heads(ctx, *parts, query.dtype, key_padding_mask, None, attention_bias)
+    return output
 
 
 # FusedMatMul ---------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
-and simplified layer normalization, EmbedLayerNormalization, Attention, FusedMatMul,
-MatMulNBits and FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
-opset 17, SimplifiedLayerNormalization)."""
+and simplified layer normalization, EmbedLayerNormalization, Attention, MultiHeadAttention,
+FusedMatMul, MatMulNBits and FusedConv, and the two normalizations it adds to the ai.onnx
+domain (LayerNormalization before opset 17, SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,15 @@ def _infer_fused_matmul(ctx: InferenceContext) -> list[TensorType]:
             shape = (*shape[:-2], shape[-1], shape[-2])
         shapes.append(shape)
     return [TensorType(_input(ctx, 0).dtype, matmul_shape(*shapes))]
+
+
+def _infer_multi_head_attention(ctx: InferenceContext) -> list[TensorType]:
+    """``[B, S, Dv]`` from a 3-D query and value (V's width); the present key and value, and the
+    scores, unknown."""
+    query, value = _input(ctx, 0), _input(ctx, 2)
+    width = value.shape[-1] if value.shape is not None and len(value.shape) == 3 else None
+    output = (*query.shape[:2], width) if query.shape is not None and len(query.shape) == 3 else None
+    return [TensorType(query.dtype, output), *[TensorType(query.dtype, None)] * 3]
 
 
 def _infer_matmul_nbits(ctx: InferenceContext) -> list[TensorType]:
@@ -163,6 +172,16 @@ SCHEMAS: list[OpSchema] = [
         Attribute("mask_index_type", "int", 1),
         inputs=(7, 9),
         outputs=(1, 3),
+    ),
+    _ms(
+        "MultiHeadAttention",
+        _infer_multi_head_attention,
+        Attribute("num_heads", "int", REQUIRED),
+        Attribute("mask_filter_value", "float", -10000.0),
+        Attribute("scale", "float"),
+        Attribute("unidirectional", "int", 0),
+        inputs=(1, 10),
+        outputs=(1, 4),
     ),
     _ms(
         "FusedMatMul",
