@@ -18,7 +18,7 @@ from spawnml.ops.defs.contrib import MS
 
 from .contrib import attend, embed_normalized, gathered, mask_index, position_ids
 from .nn_common import matmul
-from .quant import dynamic_quantize, shifted
+from .quant import dequantized, dynamic_quantize, shifted
 from .table import KERNELS
 
 Array = np.ndarray
@@ -92,10 +92,6 @@ def _matmul_integer_to_float(
     return _scaled_product(matmul(shifted(a, a_zero), shifted(b, b_zero)), a_scale, b_scale, bias)
 
 
-def _dequantized(values: Array, scale: Array, zero_point: Array) -> Array:
-    return shifted(values, zero_point.reshape(())).astype(FLOAT32) * np.float32(scale.reshape(-1)[0])
-
-
 @KERNELS.register("QEmbedLayerNormalization", domain=MS)
 def _qembed_layer_norm(
     ctx: KernelContext,
@@ -120,8 +116,8 @@ def _qembed_layer_norm(
 ) -> tuple[Array, Array]:
     positions = position_ids(None, input_ids.shape)
     embeddings = [
-        _dequantized(gathered(word_embedding, input_ids, "input_ids"), word_scale, word_zero_point),
-        _dequantized(
+        dequantized(gathered(word_embedding, input_ids, "input_ids"), word_scale, word_zero_point),
+        dequantized(
             gathered(position_embedding, positions, "position ids"), position_scale, position_zero_point
         ),
     ]
@@ -129,11 +125,11 @@ def _qembed_layer_norm(
         if segment_scale is None or segment_zero_point is None:
             raise ValueError("QEmbedLayerNormalization: a segment embedding needs its scale and zero point")
         rows = gathered(segment_embedding, segment_ids, "segment_ids")
-        embeddings.append(_dequantized(rows, segment_scale, segment_zero_point))
+        embeddings.append(dequantized(rows, segment_scale, segment_zero_point))
     y, _ = embed_normalized(
         embeddings,
-        _dequantized(gamma, gamma_scale, gamma_zero_point),
-        _dequantized(beta, beta_scale, beta_zero_point),
+        dequantized(gamma, gamma_scale, gamma_zero_point),
+        dequantized(beta, beta_scale, beta_zero_point),
         ctx.attrs["epsilon"],
     )
     return y, mask_index(mask, len(input_ids))

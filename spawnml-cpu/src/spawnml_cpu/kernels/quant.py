@@ -61,6 +61,12 @@ def shifted(values: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
     return values if zero_point is None else values - zero_point.astype(np.float64)
 
 
+def dequantized(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
+    """``(values - zero_point) * scale`` with one float32 scale, as onnxruntime's contrib kernels
+    dequantize: the integer difference is exact, the product rounded once."""
+    return shifted(values, zero_point).astype(np.float32) * np.float32(scale.reshape(-1)[0])
+
+
 def _quantized_type(ctx: KernelContext, zero_point: np.ndarray | None) -> np.dtype:
     if zero_point is not None:
         return zero_point.dtype

@@ -26,7 +26,7 @@ from spawnml.ops.shapes import normalize_axis
 
 from .attention import sigmoid
 from .nn_common import Windows, matmul
-from .quant import saturate
+from .quant import dequantized, saturate
 from .table import KERNELS
 
 Array = np.ndarray
@@ -54,10 +54,6 @@ def requantize(accumulated: Array, scale: Array | np.float32, zero_point: Array)
     return saturate(np.rint(product) + zero_point.astype(FLOAT32), zero_point.dtype)
 
 
-def _dequantized(values: Array, scale: np.float32, zero_point: Array) -> Array:
-    return (values.astype(np.int32) - zero_point.astype(np.int32)).astype(FLOAT32) * scale
-
-
 def _every_value(dtype: np.dtype) -> Array:
     """Every value of an 8-bit integer type, from its lowest."""
     info = ml_dtypes.iinfo(dtype)
@@ -77,7 +73,7 @@ def _lookup(
     x_zero = _zero_point(x_zero_point, x.dtype)
     values = _every_value(x.dtype)
     table = quantize(
-        fn(_dequantized(values, _scalar(x_scale), x_zero)),
+        fn(dequantized(values, x_scale, x_zero)),
         _scalar(y_scale),
         _zero_point(y_zero_point, x.dtype),
     )
