@@ -446,6 +446,7 @@ def ocr_classifier() -> Path:
 
 
 @pytest.mark.real_model
+@pytest.mark.slow  # 20 MB of weights quantized, run by four sessions
 @pytest.mark.parametrize("weight", [QuantType.QUInt8, QuantType.QInt8], ids=lambda t: t.name)
 @pytest.mark.parametrize("per_channel", [False, True], ids=["tensor", "channel"])
 def test_captcha_crnn_dynamic(tmp_path: Path, weight: QuantType, per_channel: bool):
@@ -570,6 +571,7 @@ def token_feeds(path: Path, names: list[str]) -> list[Feeds]:
     return feeds
 
 
+@pytest.mark.slow  # a torch export and five sessions per model
 @pytest.mark.parametrize("kind", sorted(TRANSFORMERS))
 def test_transformers_optimizer(tmp_path: Path, kind: str):
     """The optimizer's fused model, then that model quantized dynamically; the exported and the
@@ -597,6 +599,7 @@ def test_transformers_optimizer(tmp_path: Path, kind: str):
         print(f"{path.name}: largest difference {worst:.1e} of the largest output")
 
 
+@pytest.mark.slow  # a torch export
 def test_transformers_optimizer_multi_head_attention(tmp_path: Path):
     """The BERT's attention fused as MultiHeadAttention over separate Q, K and V projections."""
     from onnxruntime.transformers.fusion_options import FusionOptions
