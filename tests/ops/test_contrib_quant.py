@@ -391,3 +391,30 @@ def test_multi_head_attention_refuses_packed_inputs():
     model = _model("MultiHeadAttention", [("qkv", x)], 1, ("qkv",), num_heads=2)
     with pytest.raises(spawnml.errors.UnsupportedOperatorError, match="packed query/key/value"):
         spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("layout", ["BSD", "BNSH"])
+@pytest.mark.parametrize("positions", ["ids", "offset"])
+@pytest.mark.parametrize("partial", [False, True], ids=["whole", "partial"])
+def test_rotary_embedding(interleaved: int, layout: str, positions: str, partial: bool):
+    """Rotary embeddings over whole or partial heads, from position ids or an offset."""
+    rng = np.random.default_rng(RNG_SEED)
+    batch, length, heads, head = 2, 5, 3, 8
+    rotary = 4 if partial else head
+    x = rng.standard_normal(
+        (batch, length, heads * head) if layout == "BSD" else (batch, heads, length, head)
+    )
+    ids = {"ids": rng.integers(0, 16, (batch, length)), "offset": np.array([3])}[positions]
+    angles = np.arange(16)[:, None] * rng.random(rotary // 2)[None, :]
+    inputs = [
+        ("x", x.astype(np.float32)),
+        ("position_ids", ids.astype(np.int64)),
+        ("cos", np.cos(angles).astype(np.float32)),
+        ("sin", np.sin(angles).astype(np.float32)),
+    ]
+    attrs = {"interleaved": interleaved, "rotary_embedding_dim": rotary if partial else 0}
+    if partial:  # onnxruntime needs the head count to cut a partial rotation out of each head
+        attrs["num_heads"] = heads
+    feeds = {"x": inputs[0][1]}
+    _assert_same(_run(_model("RotaryEmbedding", inputs, 1, ("x",), **attrs), feeds), rtol=1e-6)

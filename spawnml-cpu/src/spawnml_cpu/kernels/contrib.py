@@ -1,6 +1,6 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
 activations, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
-MultiHeadAttention, FusedMatMul, MatMulNBits and FusedConv,
+MultiHeadAttention, RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
 16-bit floats are computed in float32. Normalization statistics come out in float32 (or
@@ -427,6 +427,53 @@ def _multi_head_attention(
         parts = [part + widen(share) for part, share in zip(parts, np.split(bias, ends), strict=True)]
     output, _ = attend_heads(ctx, *parts, query.dtype, key_padding_mask, None, attention_bias)
     return output
+
+
+# RotaryEmbedding -----------------------------------------------------------------------------
+
+
+def _check_rotary(node: Node, opset: int) -> str | None:
+    attrs = node.attrs
+    if attrs.get("is_packed_batching", 0):
+        return "is_packed_batching=1 is not supported"
+    if attrs.get("rotary_embedding_dim", 0) and attrs.get("num_heads", 0) < 1:
+        return "num_heads must be given with rotary_embedding_dim"
+    return None
+
+
+@KERNELS.register("RotaryEmbedding", domain=MS, check=_check_rotary)
+def _rotary_embedding(
+    ctx: KernelContext, x: Array, position_ids: Array, cos_cache: Array, sin_cache: Array
+) -> Array:
+    """Rotate the first ``rotary_embedding_dim`` values of each head by its token's angles:
+    halves (``x1 * cos - x2 * sin``, ``x2 * cos + x1 * sin``), or even and odd pairs when
+    ``interleaved``. ``x`` is ``[B, S, N * H]`` or ``[B, N, S, H]``; ``position_ids`` is ``[B, S]``,
+    or one offset the sequence counts from."""
+    attrs = ctx.attrs
+    half = cos_cache.shape[1]
+    rotary = attrs["rotary_embedding_dim"] or 2 * half
+    if x.ndim == 3:
+        heads = attrs["num_heads"] or x.shape[-1] // rotary
+        tokens = x.reshape(*x.shape[:2], heads, -1)  # [B, S, N, H]
+    else:
+        tokens = np.swapaxes(x, 1, 2)
+    batch, length = tokens.shape[:2]
+    if position_ids.size == 1:
+        positions = np.broadcast_to(position_ids.reshape(-1)[0] + np.arange(length), (batch, length))
+    else:
+        positions = position_ids
+    cos, sin = (widen(cache)[positions][:, :, None, :] for cache in (cos_cache, sin_cache))
+    work = widen(tokens)
+    turned = work[..., :rotary]
+    if attrs["interleaved"]:
+        first, second = turned[..., 0::2], turned[..., 1::2]
+        rotated = np.stack([first * cos - second * sin, first * sin + second * cos], axis=-1)
+        rotated = rotated.reshape(turned.shape)
+    else:
+        first, second = turned[..., :half], turned[..., half:]
+        rotated = np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+    y = np.concatenate([rotated, work[..., rotary:]], axis=-1).astype(x.dtype, copy=False)
+    return y.reshape(x.shape) if x.ndim == 3 else np.swapaxes(y, 1, 2)
 
 
 # FusedMatMul ---------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
 and simplified layer normalization, EmbedLayerNormalization, Attention, MultiHeadAttention,
-FusedMatMul, MatMulNBits and FusedConv, and the two normalizations it adds to the ai.onnx
-domain (LayerNormalization before opset 17, SimplifiedLayerNormalization)."""
+RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv, and the two normalizations it adds to
+the ai.onnx domain (LayerNormalization before opset 17, SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
 
@@ -182,6 +182,16 @@ SCHEMAS: list[OpSchema] = [
         Attribute("unidirectional", "int", 0),
         inputs=(1, 10),
         outputs=(1, 4),
+    ),
+    _ms(
+        "RotaryEmbedding",
+        same_as_input(),
+        Attribute("interleaved", "int", 0),
+        Attribute("is_packed_batching", "int", 0),
+        Attribute("num_heads", "int", 0),
+        Attribute("rotary_embedding_dim", "int", 0),
+        Attribute("scale", "float", 1.0),
+        inputs=(4, 4),
     ),
     _ms(
         "FusedMatMul",
