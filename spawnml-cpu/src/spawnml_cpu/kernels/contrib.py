@@ -425,7 +425,8 @@ def _multi_head_attention(
     if bias is not None:
         ends = np.cumsum([part.shape[-1] for part in parts])[:-1]
         parts = [part + widen(share) for part, share in zip(parts, np.split(bias, ends), strict=True)]
-    output, _ = attend_heads(ctx, *parts, query.dtype, key_padding_mask, None, attention_bias)
+    q, k, v = parts
+    output, _ = attend_heads(ctx, q, k, v, query.dtype, key_padding_mask, None, attention_bias)
     return output
 
 
