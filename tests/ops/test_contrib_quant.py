@@ -6,6 +6,7 @@ integer sums agree to float32 rounding.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime
@@ -418,3 +419,71 @@ def test_rotary_embedding(interleaved: int, layout: str, positions: str, partial
         attrs["num_heads"] = heads
     feeds = {"x": inputs[0][1]}
     _assert_same(_run(_model("RotaryEmbedding", inputs, 1, ("x",), **attrs), feeds), rtol=1e-6)
+
+
+def _block_params(rng: np.random.Generator, rows: int, blocks: int, scale_type: type) -> np.ndarray:
+    return (rng.random((rows, blocks)) * 0.1 + 0.01).astype(scale_type)
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("zero_points", [False, True])
+@pytest.mark.parametrize("scale_type", [np.float32, np.float16])
+def test_gather_block_quantized_uint8(bits: int, zero_points: bool, scale_type: type):
+    """Rows of a uint8 table packing ``8 / bits`` values a byte, in blocks of 16 along the row."""
+    rng = np.random.default_rng(RNG_SEED)
+    rows, width, block = 10, 32, 16
+    per_byte = 8 // bits
+    data = rng.integers(0, 256, (rows, width // per_byte)).astype(np.uint8)
+    zeros = rng.integers(0, 256, (rows, -(-(width // block) // per_byte))).astype(np.uint8)
+    indices = np.array([[1, 9, 4], [3, 0, 9]], np.int64)
+    inputs = [
+        ("data", data),
+        ("indices", indices),
+        ("scales", _block_params(rng, rows, width // block, scale_type)),
+        ("zero_points", zeros if zero_points else None),
+    ]
+    model = _model("GatherBlockQuantized", inputs, 1, ("indices",), bits=bits, block_size=block)
+    _assert_same(_run(model, {"indices": indices}))
+
+
+@pytest.mark.parametrize(("gather_axis", "quantize_axis"), [(0, 1), (1, 0), (0, 0)])
+@pytest.mark.parametrize("dtype", ["int4", "uint4"])
+def test_gather_block_quantized_4bit(gather_axis: int, quantize_axis: int, dtype: str):
+    """An int4 or uint4 table gathered along either axis, in blocks of 16 along either."""
+    rng = np.random.default_rng(RNG_SEED)
+    narrow = np.dtype(getattr(ml_dtypes, dtype))
+    info = ml_dtypes.iinfo(narrow)
+    data = rng.integers(info.min, info.max + 1, (32, 48)).astype(narrow)
+    shape = (2, 48) if quantize_axis == 0 else (32, 3)
+    indices = np.array([5, 0, 31, 7], np.int32)
+    inputs = [
+        ("data", data),
+        ("indices", indices),
+        ("scales", (rng.random(shape) * 0.1 + 0.01).astype(np.float32)),
+        ("zero_points", rng.integers(info.min, info.max + 1, shape).astype(narrow)),
+    ]
+    model = _model(
+        "GatherBlockQuantized",
+        inputs,
+        1,
+        ("indices",),
+        block_size=16,
+        gather_axis=gather_axis,
+        quantize_axis=quantize_axis,
+    )
+    _assert_same(_run(model, {"indices": indices}))
+
+
+@pytest.mark.parametrize(("block", "scales_shape"), [(0, (10, 1)), (16, (10, 2)), (16, (1, 2))])
+def test_gather_block_quantized_float8(block: int, scales_shape: tuple[int, int]):
+    """FP8 tables only scaled: a scale per row (block 0), per block, or shared by every row."""
+    rng = np.random.default_rng(RNG_SEED)
+    data = rng.standard_normal((10, 32)).astype(ml_dtypes.float8_e4m3fn)
+    indices = np.array([2, 7, 7], np.int64)
+    inputs = [
+        ("data", data),
+        ("indices", indices),
+        ("scales", (rng.random(scales_shape) + 0.5).astype(np.float32)),
+    ]
+    model = _model("GatherBlockQuantized", inputs, 1, ("indices",), block_size=block)
+    _assert_same(_run(model, {"indices": indices}))

@@ -518,7 +518,7 @@ def _check_matmul_nbits(node: Node, opset: int) -> str | None:
     return None
 
 
-def _unpack(packed: Array, bits: int) -> Array:
+def unpack_bits(packed: Array, bits: int) -> Array:
     """Little-endian ``bits``-bit fields of each byte, lowest first, along the last axis."""
     shifts = np.arange(0, 8, bits, dtype=np.uint8)
     fields = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
@@ -531,7 +531,7 @@ def _zero_points(zero_points: Array | None, bits: int, columns: int, blocks: int
     if zero_points is None:
         return np.full((columns, blocks), 1 << (bits - 1), dtype=FLOAT32)
     if zero_points.dtype == np.uint8:
-        return _unpack(zero_points.reshape(columns, -1), bits)[:, :blocks].astype(FLOAT32)
+        return unpack_bits(zero_points.reshape(columns, -1), bits)[:, :blocks].astype(FLOAT32)
     return widen(zero_points.reshape(columns, blocks))
 
 
@@ -550,7 +550,7 @@ def _matmul_nbits(
     attrs = ctx.attrs
     columns, depth, bits, block = attrs["N"], attrs["K"], attrs["bits"], attrs["block_size"]
     blocks = -(-depth // block)
-    quantized = _unpack(b.reshape(columns, blocks, -1), bits).astype(FLOAT32)
+    quantized = unpack_bits(b.reshape(columns, blocks, -1), bits).astype(FLOAT32)
     offsets = _zero_points(zero_points, bits, columns, blocks)
     weights = (quantized - offsets[..., None]) * widen(scales.reshape(columns, blocks))[..., None]
     y = matmul(widen(a), weights.reshape(columns, -1)[:, :depth].T)

@@ -15,9 +15,11 @@ import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.ir import Node
 from spawnml.ops.defs.contrib import MS
+from spawnml.ops.shapes import normalize_axis
 
-from .contrib import attend, embed_normalized, gathered, mask_index, position_ids
-from .nn_common import matmul
+from .contrib import attend, embed_normalized, gathered, mask_index, position_ids, unpack_bits
+from .narrow import NARROW_FLOATS
+from .nn_common import matmul, widen
 from .quant import dequantized, dynamic_quantize, shifted
 from .table import KERNELS
 
@@ -133,3 +135,64 @@ def _qembed_layer_norm(
         ctx.attrs["epsilon"],
     )
     return y, mask_index(mask, len(input_ids))
+
+
+# GatherBlockQuantized ------------------------------------------------------------------------
+
+GATHER_BITS = (2, 4, 8)
+
+
+def _check_gather_block_quantized(node: Node, opset: int) -> str | None:
+    bits, block = node.attrs.get("bits", 4), node.attrs.get("block_size", 128)
+    if bits not in GATHER_BITS:
+        return f"bits={bits} is not one of {list(GATHER_BITS)}"
+    if block and (block < 16 or block & (block - 1)):
+        return f"block_size={block} is not a power of two of at least 16"
+    return None
+
+
+def _per_value(params: Array, indices: Array, axes: tuple[int, int], block: int, size: int) -> Array:
+    """Per-block scales or zero points of the gathered values: picked by the indices along the
+    gather axis (by their blocks where it is the quantize axis), repeated over each block along
+    the quantize axis; an axis of one broadcasts."""
+    gather_axis, quantize_axis = axes
+    step = block or size
+    if gather_axis == quantize_axis:
+        return (
+            params if params.shape[gather_axis] == 1 else np.take(params, indices // step, axis=gather_axis)
+        )
+    if params.shape[gather_axis] > 1:
+        params = np.take(params, indices, axis=gather_axis)
+    axis = quantize_axis + (indices.ndim - 1 if quantize_axis > gather_axis else 0)
+    if params.shape[axis] == 1:
+        return params
+    return np.repeat(params, step, axis=axis).take(np.arange(size), axis=axis)
+
+
+@KERNELS.register("GatherBlockQuantized", domain=MS, check=_check_gather_block_quantized)
+def _gather_block_quantized(
+    ctx: KernelContext, data: Array, indices: Array, scales: Array, zero_points: Array | None = None
+) -> Array:
+    """Gather of block-quantized ``data``, dequantized as ``(q - zero_point) * scale`` with one
+    scale and zero point per ``block_size`` values of ``quantize_axis``: uint8 data holds
+    ``8 / bits`` values a byte along its last axis (lowest bits first), and zero points default to
+    0 for int4 and uint4 and ``2 ** (bits - 1)`` for uint8; FP8 and FP4 data are only scaled.
+    Only the gathered values are unpacked and dequantized."""
+    attrs = ctx.attrs
+    bits, block = attrs["bits"], attrs["block_size"]
+    packed = data.dtype == np.uint8 and bits < 8
+    axes = (
+        normalize_axis(attrs["gather_axis"], data.ndim),
+        normalize_axis(attrs["quantize_axis"], data.ndim),
+    )
+    size = data.shape[axes[1]] * (8 // bits if packed and axes[1] == data.ndim - 1 else 1)
+    picked = np.take(data, indices, axis=axes[0])
+    values = (unpack_bits(picked, bits) if packed else picked).astype(np.float32)
+    if data.dtype not in NARROW_FLOATS:
+        if zero_points is None:
+            values -= np.float32(1 << (bits - 1) if data.dtype == np.uint8 else 0)
+        else:
+            zeros = unpack_bits(zero_points, bits) if packed else zero_points
+            zeros = zeros.take(np.arange(scales.shape[axes[1]]), axis=axes[1]).astype(np.float32)
+            values -= _per_value(zeros, indices, axes, block, size)
+    return (values * _per_value(widen(scales), indices, axes, block, size)).astype(scales.dtype)

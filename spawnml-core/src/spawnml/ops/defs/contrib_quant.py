@@ -3,7 +3,8 @@ writes: the QOperator forms of elementwise operators, pools, Concat, Softmax and
 ``quantize_static`` emits, what ``quantize_dynamic`` makes of LSTM, Attention and
 EmbedLayerNormalization (DynamicQuantizeLSTM, QAttention, QEmbedLayerNormalization), and the
 fused dynamic products onnxruntime's graph optimizer saves (DynamicQuantizeMatMul,
-MatMulIntegerToFloat).
+MatMulIntegerToFloat), and GatherBlockQuantized, the embedding tables of its weight-only
+quantizer.
 
 Input layouts follow onnxruntime's ContribOperators.md: each quantized tensor is followed by its
 scale and (optional) zero point, and the output's scale and zero point come last.
@@ -105,6 +106,22 @@ def _infer_float_matmul(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(FLOAT32, matmul_shape(_input(ctx, 0).shape, _input(ctx, 1).shape))]
 
 
+def _infer_gather_block_quantized(ctx: InferenceContext) -> list[TensorType]:
+    """Gather's shape (the last axis of uint8 data unpacked ``8 / bits`` values a byte), in the
+    scales' type."""
+    data, indices = _input(ctx, 0).shape, _input(ctx, 1).shape
+    scales = _input(ctx, 2).dtype
+    if data is None or indices is None:
+        return [TensorType(scales, None)]
+    bits, packed = ctx.attrs["bits"], _input(ctx, 0).dtype == np.dtype(np.uint8)
+    last = data[-1]
+    if packed and bits < 8:
+        last = last * (8 // bits) if isinstance(last, int) else None
+    full = (*data[:-1], last)
+    axis = normalize_axis(ctx.attrs["gather_axis"], len(full))
+    return [TensorType(scales, (*full[:axis], *indices, *full[axis + 1 :]))]
+
+
 def _infer_qattention(ctx: InferenceContext) -> list[TensorType]:
     """float32 ``[B, S, V]`` with ``V`` a third of the packed weights' width; the present."""
     x, weights = _input(ctx, 0).shape, _input(ctx, 1).shape
@@ -174,6 +191,15 @@ SCHEMAS: list[OpSchema] = [
     ),
     _ms("DynamicQuantizeMatMul", _infer_float_matmul, (3, 5)),
     _ms("MatMulIntegerToFloat", _infer_float_matmul, (4, 7)),
+    _ms(
+        "GatherBlockQuantized",
+        _infer_gather_block_quantized,
+        (3, 4),
+        Attribute("bits", "int", 4),
+        Attribute("block_size", "int", 128),
+        Attribute("gather_axis", "int", 0),
+        Attribute("quantize_axis", "int", 1),
+    ),
     _ms(
         "QAttention",
         _infer_qattention,
