@@ -114,6 +114,32 @@ def test_tflite_encoding_runs_like_a_session(guest):
         np.testing.assert_array_equal(np.frombuffer(data, want.dtype).reshape(want.shape), want)
 
 
+def relu_graphdef() -> bytes:
+    """A frozen TensorFlow GraphDef: ``y = Relu(x)`` over float32 ``[2, 3]`` (tensorboard's protos)."""
+    from tensorboard.compat.proto import graph_pb2, types_pb2
+
+    graph = graph_pb2.GraphDef()
+    x = graph.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = types_pb2.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=2)
+    x.attr["shape"].shape.dim.add(size=3)
+    y = graph.node.add(name="y", op="Relu", input=["x"])
+    y.attr["T"].type = types_pb2.DT_FLOAT
+    return graph.SerializeToString()
+
+
+def test_tensorflow_encoding_runs_a_graphdef(guest):
+    code, graph = guest.load(relu_graphdef(), GraphEncoding.TENSORFLOW)
+    assert code == Errno.SUCCESS, guest.host.last_error
+    _, context = guest.context(graph)
+    x = np.array([[-1, 2, 3], [4, -5, 6]], np.float32)
+    assert guest.host.set_input(guest.memory, context, 0, guest.tensor(x, TensorType.F32)) == Errno.SUCCESS
+    assert guest.host.compute(guest.memory, context) == Errno.SUCCESS
+    code, data = guest.output(context, 0, 24)
+    assert code == Errno.SUCCESS
+    np.testing.assert_array_equal(np.frombuffer(data, "<f4").reshape(2, 3), np.maximum(x, 0))
+
+
 @pytest.mark.parametrize("encoding", [GraphEncoding.OPENVINO, GraphEncoding.PYTORCH])
 def test_encodings_spawnml_does_not_load_are_invalid_encoding(guest, encoding):
     assert guest.load(add_model(), encoding)[0] == Errno.INVALID_ENCODING
