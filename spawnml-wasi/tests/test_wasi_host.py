@@ -258,3 +258,21 @@ def test_load_by_name_finds_only_what_the_host_preloaded():
     assert guest.host.load_by_name(guest.memory, guest.put(name), len(name), result) == Errno.SUCCESS
     assert guest.host.load_by_name(guest.memory, guest.put(b"other"), 5, result) == Errno.NOT_FOUND
     assert guest.host.load_by_name(guest.memory, guest.put(b"x"), 1 << 20, result) == Errno.TOO_LARGE
+
+
+GROWER = """(module
+  (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+  (memory (export "memory") 1)
+  (func (export "_start")
+    (if (i32.eq (memory.grow (i32.const 1024)) (i32.const -1))
+      (then (call $exit (i32.const 3))))
+    (call $exit (i32.const 0))))"""
+
+
+def test_guest_memory_is_bounded(tmp_path):
+    from spawnml_wasi import run_guest
+
+    guest = tmp_path / "grow.wat"
+    guest.write_text(GROWER)  # grows its memory by 64 MiB
+    assert run_guest(guest, WasiNnHost(bounds=GuestBounds(max_memory_bytes=16 << 20))) == 3
+    assert run_guest(guest, WasiNnHost()) == 0
