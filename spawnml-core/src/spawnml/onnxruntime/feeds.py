@@ -24,11 +24,21 @@ def unaliased(outputs: list[Any], feeds: Mapping[str, Any]) -> list[Any]:
     """``outputs`` with any array that shares memory with a host feed copied: an input passed
     through to an output must not change when the caller reuses its array (onnxruntime copies it)."""
     hosts = [feed for feed in feeds.values() if isinstance(feed, np.ndarray)]
-    if not hosts:
-        return outputs
+    # an output can alias a feed only through the same underlying array: one lookup per output,
+    # so models with many feeds and outputs (decoders' caches) pay no pairwise comparison
+    roots = {id(_root(feed)) for feed in hosts}
     return [
         output.copy()
-        if isinstance(output, np.ndarray) and any(np.may_share_memory(output, feed) for feed in hosts)
+        if isinstance(output, np.ndarray)
+        and id(_root(output)) in roots
+        and any(np.may_share_memory(output, feed) for feed in hosts)
         else output
         for output in outputs
     ]
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    """The array that owns ``array``'s memory, through any chain of views."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
