@@ -31,6 +31,14 @@ from tests.model_files import require
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "Explain gravity to a child."]
+#: Raw prompts (no chat template) of several kinds, decoded by the default pipeline.
+RAW_PROMPTS = {
+    "prose": "The old lighthouse keeper climbed the stairs every evening, and",
+    "code": 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
+    "list": "Things to pack for a camping trip:\n1. Tent\n2.",
+    "question": "Q: Why is the sky blue?\nA:",
+    "french": "La tour Eiffel est située à Paris. Elle a été construite",
+}
 NEW_TOKENS = 32
 GPU_TOKENS = 4
 LOGITS_ATOL = 2e-3
@@ -64,6 +72,12 @@ def reference(smollm2: Path) -> tuple[object, object]:
 @pytest.fixture(scope="module")
 def pipeline(smollm2: Path) -> TextGenerationPipeline:
     return TextGenerationPipeline(smollm2, dequantize=True)
+
+
+@pytest.fixture(scope="module")
+def default_pipeline(smollm2: Path) -> TextGenerationPipeline:
+    """The pipeline as ``spawnml generate`` makes it: QuantizedMatMul on the raw blocks."""
+    return TextGenerationPipeline(smollm2)
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +148,26 @@ def test_quantized_blocks_match_dequantized_weights(
     logits = quantized.forward(prompt_ids, KVCache(quantized.config))
     np.testing.assert_allclose(logits, want[: len(prompt_ids)], rtol=0, atol=LOGITS_ATOL)
     assert list(quantized.tokens(prompt_ids, 8)) == [token for token in tokens[:8] if token != 2]
+
+
+@pytest.mark.parametrize("kind", list(RAW_PROMPTS))
+def test_default_pipeline_decodes_raw_prompts_as_transformers(
+    default_pipeline: TextGenerationPipeline, reference: tuple[object, object], kind: str
+) -> None:
+    """The default pipeline (QuantizedMatMul on the repacked blocks through the KV cache): the
+    same 32 greedy tokens as transformers on raw prompts of several kinds."""
+    import torch
+
+    tokenizer, model = reference
+    text = RAW_PROMPTS[kind]
+    ids = tokenizer(text, return_tensors="pt").input_ids
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=NEW_TOKENS, do_sample=False)[0, ids.shape[1] :].tolist()
+    pipeline = default_pipeline
+    assert pipeline.tokenizer.encode(pipeline.prompt(text, raw=True)) == ids[0].tolist()
+    eos = pipeline.tokenizer.eos_id
+    until_eos = want[: want.index(eos)] if eos in want else want
+    assert list(pipeline.tokens(ids[0].tolist(), NEW_TOKENS)) == until_eos, kind
 
 
 def test_webgpu_with_the_cpu_after_it_matches_transformers(smollm2: Path, expected: list) -> None:

@@ -111,8 +111,8 @@ def _parts(blocks: Array, quant_type: str) -> _Parts:
         return _Parts(quants, step, -(q._half(blocks, 82) * (scales >> np.uint8(4))))
     if quant_type == "Q3_K":
         packed = blocks[:, 96:108]
-        high = q._planes(packed[:, 8:12], 2).reshape(n, 16)
-        scales = (q._nibbles(packed[:, :8]) | (high << np.uint8(4))).astype(np.int8) - np.int8(32)
+        scale_high = q._planes(packed[:, 8:12], 2).reshape(n, 16)
+        scales = (q._nibbles(packed[:, :8]) | (scale_high << np.uint8(4))).astype(np.int8) - np.int8(32)
         quants = q._planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.int8)
         missing = (q._planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
         return _Parts(quants - missing.astype(np.int8), q._half(blocks, 108) * scales, None)

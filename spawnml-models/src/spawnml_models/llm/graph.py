@@ -10,7 +10,9 @@ rotary pairs are adjacent (ggml's "normal" RoPE); RotaryEmbedding with ``interle
 exactly those pairs, so the weights are used as stored. Qwen2's are stored unpermuted and rotated
 as halves (``interleaved=0``). A projection with a ``.bias`` tensor in the file gets it added.
 Quantized weights stay as raw blocks under ``spawnml.gguf::QuantizedMatMul`` unless asked
-otherwise; the token embedding table, which Gather indexes, is dequantized once here.
+otherwise; the token embedding table, which Gather indexes, is dequantized once here. The Q, K
+and V projections, and the gate and up ones, run as one product each where their weights share
+a block type, split after.
 """
 
 from __future__ import annotations
@@ -72,27 +74,58 @@ class _Builder:
     def linear(self, x: str, name: str, output: str) -> str:
         """``x @ W^T (+ b)`` for the GGUF weight ``name`` (``[rows, cols]``) and its bias if the file
         has one: QuantizedMatMul on the raw blocks if quantized and kept so, else MatMul on float32."""
-        bias = name.removesuffix(".weight") + ".bias"
-        product = output + ".product" if bias in self.weights.initializers else output
-        kind = quant_type(self.weights, name)
-        if kind is None or self.dequantize:
-            transposed = f"{name}.T"
-            self.graph.initializers[transposed] = np.ascontiguousarray(float32_weight(self.weights, name).T)
-            self.node("MatMul", [x, transposed], product)
-        else:
-            data = self.weights.initializers[name]
-            self.graph.initializers[name] = data
-            rows, cols = _quantized_shape(data, kind)
-            self.node(
-                "QuantizedMatMul",
-                [x, name],
-                product,
-                domain=GGUF_DOMAIN,
-                quant_type=kind,
-                rows=rows,
-                cols=cols,
+        return self.linears(x, [name], [output])[0]
+
+    def linears(self, x: str, names: list[str], outputs: list[str]) -> list[str]:
+        """:meth:`linear` for several weights of one input: one product over their rows, split,
+        where they share a block type and all or none have a bias (a decode step then makes one
+        kernel call, with more rows to share between threads, instead of several)."""
+        kinds = {quant_type(self.weights, name) for name in names}
+        biases = [name.removesuffix(".weight") + ".bias" for name in names]
+        with_bias = {bias in self.weights.initializers for bias in biases}
+        if len(names) > 1 and (len(kinds) > 1 or len(with_bias) > 1):
+            return [self.linear(x, name, output) for name, output in zip(names, outputs, strict=True)]
+        merged = "+".join(names)
+        product = outputs[0] if len(names) == 1 else merged + ".product"
+        if with_bias == {True}:
+            product = self.node(
+                "Add", [self._product(x, names, product + ".unbiased"), self._bias(biases, merged)], product
             )
-        return self.node("Add", [product, self.weight(bias)], output) if product != output else output
+        else:
+            self._product(x, names, product)
+        if len(names) == 1:
+            return outputs
+        rows = [self.weights.initializers[name].shape[0] for name in names]
+        self.graph.initializers[merged + ".split"] = np.asarray(rows, INT64)
+        self.graph.nodes.append(
+            Node("Split", [product, merged + ".split"], outputs, {"axis": -1}, name=merged)
+        )
+        return outputs
+
+    def _product(self, x: str, names: list[str], output: str) -> str:
+        """``x @ W^T`` for the weights ``names`` stacked by rows (one block type, or all float)."""
+        merged = "+".join(names)
+        kind = quant_type(self.weights, names[0])
+        if kind is None or self.dequantize:
+            stacked = np.concatenate([float32_weight(self.weights, name) for name in names])
+            self.graph.initializers[merged + ".T"] = np.ascontiguousarray(stacked.T)
+            return self.node("MatMul", [x, merged + ".T"], output)
+        data = [self.weights.initializers[name] for name in names]
+        self.graph.initializers[merged] = data[0] if len(data) == 1 else np.concatenate(data)
+        rows, cols = _quantized_shape(self.graph.initializers[merged], kind)
+        return self.node(
+            "QuantizedMatMul", [x, merged], output, domain=GGUF_DOMAIN, quant_type=kind, rows=rows, cols=cols
+        )
+
+    def _bias(self, biases: list[str], merged: str) -> str:
+        """The float32 biases ``biases`` end to end, as one initializer."""
+        if len(biases) == 1:
+            return self.weight(biases[0])
+        name = merged + ".bias"
+        self.graph.initializers[name] = np.concatenate(
+            [np.asarray(self.weights.initializers[bias], FLOAT32) for bias in biases]
+        )
+        return name
 
     def rms_norm(self, x: str, name: str, epsilon: float, output: str) -> str:
         return self.node("RMSNormalization", [x, self.weight(name)], output, axis=-1, epsilon=epsilon)
@@ -137,7 +170,7 @@ def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str) -> str:
     present_key, present_value = present_names(layer)
     b.graph.inputs += [Value(name, FLOAT32, _cache_shape(config, "past")) for name in (past_key, past_value)]
     h = b.rms_norm(x, p + "attn_norm.weight", config.rms_epsilon, p + "attn_in")
-    q, k, v = (b.linear(h, p + f"attn_{part}.weight", p + part) for part in "qkv")
+    q, k, v = b.linears(h, [p + f"attn_{part}.weight" for part in "qkv"], [p + part for part in "qkv"])
     rope = ["rope.cos", "rope.sin", "position_ids"]
     rotary: dict[str, Any] = {
         "interleaved": int(config.rope_interleaved),
@@ -157,8 +190,7 @@ def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str) -> str:
     attended = b.linear(p + "attn", p + "attn_output.weight", p + "attn_out")
     x = b.node("Add", [x, attended], p + "attn_res")
     h = b.rms_norm(x, p + "ffn_norm.weight", config.rms_epsilon, p + "ffn_in")
-    gate = b.linear(h, p + "ffn_gate.weight", p + "gate")
-    up = b.linear(h, p + "ffn_up.weight", p + "up")
+    gate, up = b.linears(h, [p + "ffn_gate.weight", p + "ffn_up.weight"], [p + "gate", p + "up"])
     silu = b.node("Mul", [gate, b.node("Sigmoid", [gate], p + "gate_sigmoid")], p + "gate_silu")
     down = b.linear(b.node("Mul", [silu, up], p + "ffn_hidden"), p + "ffn_down.weight", p + "down")
     return b.node("Add", [x, down], p + "out")
