@@ -29,6 +29,7 @@ from ..kernel.library.pool import average_pool, global_pool, lp_pool, max_pool
 from ..kernel.library.reductions import reduce_kernel
 from ..kernel.library.resize import resample_axis
 from ..kernel.library.scalar_ops import OPS as SCALAR_OPS
+from ..ops import resample
 from ..ops.defs.nn import CROP, check_legacy_resize, check_resize, legacy_resize_attrs
 from ..ops.defs.tensor import constant_value
 from ..ops.shapes import (
@@ -41,7 +42,6 @@ from ..ops.shapes import (
 )
 from ..passes.context import MS_DOMAIN
 from ..passes.conv_activation import ACTIVATIONS, OWN_ACTIVATIONS
-from . import resample
 from .array import PHYSICAL, DeviceArray
 from .fused import run_chain
 from .host import given_on_host
@@ -436,16 +436,6 @@ def group_norm_(ctx: GPUContext, x: Array, scale: Array, bias: Array) -> Array:
 
 
 # Resize -------------------------------------------------------------------------------------
-def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[np.float32, np.float32]]:
-    """Each axis's crop as (start, end) fractions of the input (the whole axis where not given)."""
-    full = [(np.float32(0), np.float32(1))] * rank
-    if roi is not None:
-        values = roi.astype(np.float32).reshape(-1)
-        for i, dim in enumerate(axes):
-            full[dim] = (values[i], values[i + len(axes)])
-    return full
-
-
 def resize(
     ctx: GPUContext, x: Array, attrs: dict[str, Any], scales: Any, sizes: Any, roi: Any = None
 ) -> Array:
@@ -459,7 +449,7 @@ def resize(
     sizes = None if sizes is None else [int(s) for s in sizes.reshape(-1)]
     out, factors = resize_output(x.shape, scales, sizes, axes, policy)
     crop = as_text(attrs["coordinate_transformation_mode"]) == CROP
-    rois = _rois(roi, rank, axes)
+    rois = resample.rois(roi, rank, axes)
     mask = np.zeros((1,) * rank, bool)
     y = x
     for dim in range(rank):

@@ -1,7 +1,7 @@
 """Resize and Upsample, one axis at a time: each output position reads a few input taps
-with weights (one tap without weights for nearest). Coordinates are computed in float32,
-in the order onnxruntime uses, so that nearest picks the same pixels. Integer inputs
-interpolate in floating point and truncate, as onnxruntime does.
+with weights (one tap without weights for nearest), as :mod:`spawnml.ops.resample` defines
+them for every backend. Integer inputs interpolate in floating point and truncate, as
+onnxruntime does.
 
 Nearest resizing of the last two axes, the images' height and width, is one pass of a
 compiled loop (:mod:`.loops_resample`) that copies elements as unsigned words of their size;
@@ -9,12 +9,12 @@ other axes, and elements that are Python objects or of other sizes, are gathered
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from spawnml.backend import KernelContext
-from spawnml.ops.defs.nn import CROP, LEGACY_NEAREST, check_legacy_resize, check_resize, legacy_resize_attrs
+from spawnml.ops import resample as sampling
+from spawnml.ops.defs.nn import CROP, check_legacy_resize, check_resize, legacy_resize_attrs
 from spawnml.ops.shapes import as_text, normalize_axis, resize_output
 
 from .nn_common import compute_dtype
@@ -44,87 +44,15 @@ class Taps:
     outside: np.ndarray | None = None
 
 
-def source_coords(axis: Axis, transform: str) -> np.ndarray:
-    """Where each output position of ``axis`` lies in input coordinates."""
-    x = np.arange(axis.out, dtype=F32)
-    size, out, scale = F32(axis.size), F32(axis.out), axis.scale
-    if transform == "half_pixel":
-        return (x + F32(0.5)) / scale - F32(0.5)
-    if transform == "half_pixel_symmetric":  # the last sum in float64, as onnxruntime takes it
-        offset = np.float64(size / F32(2) * (F32(1) - out / (scale * size)))
-        return (offset + (x.astype(np.float64) + 0.5) / np.float64(scale) - 0.5).astype(F32)
-    if transform == "pytorch_half_pixel":
-        return (x + F32(0.5)) / scale - F32(0.5) if axis.out > 1 else np.zeros(1, F32)
-    if transform == "tf_half_pixel_for_nn":
-        return (x + F32(0.5)) / scale
-    if transform == "align_corners":
-        return x * (size - F32(1)) / (out - F32(1)) if axis.out > 1 else np.zeros(1, F32)
-    if transform == CROP:
-        start, end = axis.roi
-        if axis.out == 1:
-            return np.full(1, 0.5 * (start + end) * (size - 1), F32)
-        return start * (size - F32(1)) + x * (end - start) * (size - F32(1)) / (out - F32(1))
-    return x / scale  # asymmetric
-
-
-def _nearest_index(coords: np.ndarray, mode: str, shrinking: bool) -> np.ndarray:
-    if mode == "round_prefer_floor":
-        return np.ceil(coords - F32(0.5))
-    if mode == "round_prefer_ceil":
-        return np.floor(coords + F32(0.5))
-    if mode == "floor" or (mode == LEGACY_NEAREST and not shrinking):
-        return np.floor(coords)
-    return np.ceil(coords)  # ceil, or legacy when shrinking
-
-
-def cubic_weights(distance: np.ndarray, a: float) -> np.ndarray:
-    """Keys' cubic convolution kernel with coefficient ``a`` at ``distance``."""
-    d = np.abs(distance)
-    c = F32(a)
-    near = ((c + F32(2)) * d - (c + F32(3))) * d * d + F32(1)
-    far = ((c * d - F32(5) * c) * d + F32(8) * c) * d - F32(4) * c
-    return np.where(d <= 1, near, np.where(d < 2, far, F32(0)))
-
-
-def _filter(mode: str, attrs: dict) -> tuple[float, Callable[[np.ndarray], np.ndarray]]:
-    """Half-width and weight function of the linear or cubic interpolation filter."""
-    if mode == "linear":
-        return 1.0, lambda d: np.maximum(F32(1) - np.abs(d), F32(0))
-    return 2.0, lambda d: cubic_weights(d, attrs["cubic_coeff_a"])
-
-
-def _interpolating_taps(coords: np.ndarray, axis: Axis, attrs: dict, mode: str) -> Taps:
-    """Linear or cubic taps around ``coords``, clamped to the edge; an antialiased filter
-    widens by ``1 / scale`` when shrinking and is normalized, as is one that excludes taps
-    outside the input."""
-    half_width, weigh = _filter(mode, attrs)
-    antialias = bool(attrs.get("antialias", 0)) and axis.scale < 1
-    exclude = bool(attrs.get("exclude_outside", 0))
-    stretch = axis.scale if antialias else F32(1)
-    reach = int(np.ceil(half_width / stretch))
-    index = np.floor(coords).astype(np.int64)[None, :] + np.arange(1 - reach, reach + 1)[:, None]
-    weight = weigh((index - coords[None, :]).astype(F32) * stretch)
-    if exclude:
-        weight = np.where((index >= 0) & (index < axis.size), weight, F32(0))
-    if antialias or exclude:
-        weight = weight / weight.sum(axis=0, keepdims=True)
-    return Taps(np.clip(index, 0, axis.size - 1), weight.astype(F32))
-
-
 def axis_taps(axis: Axis, attrs: dict) -> Taps:
     """The taps of one axis for the node's mode and coordinate transformation."""
-    transform = as_text(attrs["coordinate_transformation_mode"])
-    mode = as_text(attrs["mode"])
-    coords = source_coords(axis, transform)
-    outside = None
-    if transform == CROP:
-        outside = (coords < 0) | (coords > F32(axis.size - 1))
-    if mode == "nearest":
-        index = _nearest_index(coords, as_text(attrs["nearest_mode"]), bool(axis.scale < 1)).astype(np.int64)
-        taps = Taps(np.clip(index, 0, axis.size - 1)[None, :], None)
-    else:
-        taps = _interpolating_taps(coords, axis, attrs, mode)
-    return Taps(taps.index, taps.weight, outside)
+    index, weight = sampling.taps(axis.size, axis.out, axis.scale, attrs, axis.roi)
+    crop = as_text(attrs["coordinate_transformation_mode"]) == CROP
+    return Taps(
+        index.astype(np.int64),
+        None if as_text(attrs["mode"]) == "nearest" else weight,
+        sampling.outside(axis.size, axis.out, axis.scale, attrs, axis.roi) if crop else None,
+    )
 
 
 def _resample_axis(x: np.ndarray, dim: int, taps: Taps) -> np.ndarray:
@@ -153,16 +81,6 @@ def _nearest_last_axes(x: np.ndarray, rows: np.ndarray | None, columns: np.ndarr
     return y if x.ndim > 1 else y[0]
 
 
-def _rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[F32, F32]]:
-    full = [(F32(0), F32(1))] * rank
-    if roi is None or roi.size == 0:
-        return full
-    values = roi.astype(F32).ravel()
-    for i, dim in enumerate(axes):
-        full[dim] = (values[i], values[i + len(axes)])
-    return full
-
-
 def resample(
     x: np.ndarray,
     attrs: dict,
@@ -176,7 +94,7 @@ def resample(
     axes = [normalize_axis(a, x.ndim) for a in attrs["axes"]] if attrs.get("axes") else list(range(x.ndim))
     policy = as_text(attrs.get("keep_aspect_ratio_policy", "stretch"))
     out, factors = resize_output(x.shape, scales, sizes, axes, policy)
-    rois = _rois(roi, x.ndim, axes)
+    axis_rois = sampling.rois(roi, x.ndim, axes)
     crop = as_text(attrs["coordinate_transformation_mode"]) == CROP
     nearest = as_text(attrs["mode"]) == "nearest"
     y = x if nearest else x.astype(np.promote_types(compute_dtype(x.dtype), F32), copy=False)
@@ -184,7 +102,7 @@ def resample(
     compiled = nearest and x.dtype.itemsize in WORDS and not x.dtype.hasobject
     last: dict[int, np.ndarray] = {}  # nearest indices of the last two axes, for the compiled loop
     for dim in range(x.ndim):
-        axis = Axis(x.shape[dim], out[dim], F32(factors[dim]), rois[dim])
+        axis = Axis(x.shape[dim], out[dim], F32(factors[dim]), axis_rois[dim])
         if axis.out == axis.size and axis.scale == 1 and not crop:
             continue
         taps = axis_taps(axis, attrs)

@@ -1,19 +1,20 @@
-"""Resize taps, computed on the host: for each output position of one axis, the input
-positions it reads and their weights.
+"""How Resize samples its input, for every backend: for each output position of one axis, the
+input positions it reads and their weights (its taps).
 
 Coordinates are float32 in the order onnxruntime computes them, so nearest picks the same
-pixels as onnxruntime; the tables are small (taps x output size) and the device only sums.
+pixels as onnxruntime. The tables are small (taps x output size), computed on the host; a
+backend only sums.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..ops.defs.nn import CROP, LEGACY_NEAREST
-from ..ops.shapes import as_text
+from .defs.nn import CROP, LEGACY_NEAREST
+from .shapes import as_text
 
 F32 = np.float32
 
@@ -42,7 +43,8 @@ def source_coords(
     return x / scale  # asymmetric
 
 
-def _nearest(coords: np.ndarray, mode: str, shrinking: bool | np.bool_) -> np.ndarray:
+def nearest_positions(coords: np.ndarray, mode: str, shrinking: bool | np.bool_) -> np.ndarray:
+    """The input position nearest to each coordinate under ``nearest_mode`` (as floats)."""
     if mode == "round_prefer_floor":
         return np.ceil(coords - F32(0.5))
     if mode == "round_prefer_ceil":
@@ -52,7 +54,7 @@ def _nearest(coords: np.ndarray, mode: str, shrinking: bool | np.bool_) -> np.nd
     return np.ceil(coords)
 
 
-def _cubic(distance: np.ndarray, a: F32) -> np.ndarray:
+def cubic_weights(distance: np.ndarray, a: F32) -> np.ndarray:
     """Keys' cubic convolution kernel with coefficient ``a``."""
     d = np.abs(distance)
     near = ((a + F32(2)) * d - (a + F32(3))) * d * d + F32(1)
@@ -60,7 +62,9 @@ def _cubic(distance: np.ndarray, a: F32) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, F32(0)))
 
 
-def outside(size: int, out: int, scale: float, attrs: Mapping[str, Any], roi: tuple[F32, F32]) -> np.ndarray:
+def outside(
+    size: int, out: int, scale: float | F32, attrs: Mapping[str, Any], roi: tuple[F32, F32]
+) -> np.ndarray:
     """Which output positions of a crop fall outside the input (they take ``extrapolation_value``)."""
     coords = source_coords(size, out, F32(scale), CROP, roi)
     return (coords < 0) | (coords > F32(size - 1))
@@ -76,7 +80,7 @@ def taps(
     coords = source_coords(size, out, scale, as_text(attrs["coordinate_transformation_mode"]), roi)
     mode = as_text(attrs["mode"])
     if mode == "nearest":
-        index = _nearest(coords, as_text(attrs["nearest_mode"]), scale < 1)[None, :]
+        index = nearest_positions(coords, as_text(attrs["nearest_mode"]), scale < 1)[None, :]
         return np.clip(index, 0, size - 1).astype(np.int32), np.ones(index.shape, F32)
     antialias = bool(attrs.get("antialias", 0)) and scale < 1
     stretch = scale if antialias else F32(1)
@@ -86,7 +90,7 @@ def taps(
     weigh: Callable[[np.ndarray], np.ndarray] = (
         (lambda d: np.maximum(F32(1) - np.abs(d), F32(0)))
         if mode == "linear"
-        else (lambda d: _cubic(d, F32(attrs["cubic_coeff_a"])))
+        else (lambda d: cubic_weights(d, F32(attrs["cubic_coeff_a"])))
     )
     weight = weigh(distance)
     exclude = bool(attrs.get("exclude_outside", 0))
@@ -95,3 +99,15 @@ def taps(
     if exclude or antialias:
         weight = weight / weight.sum(axis=0, keepdims=True)
     return np.clip(index, 0, size - 1).astype(np.int32), weight.astype(F32)
+
+
+def rois(roi: np.ndarray | None, rank: int, axes: Sequence[int]) -> list[tuple[F32, F32]]:
+    """Each axis's crop as (start, end) fractions of the input; the whole axis where ``roi`` is
+    absent or empty, or does not list the axis."""
+    full = [(F32(0), F32(1))] * rank
+    if roi is None or roi.size == 0:
+        return full
+    values = roi.astype(F32).reshape(-1)
+    for i, dim in enumerate(axes):
+        full[dim] = (values[i], values[i + len(axes)])
+    return full
