@@ -33,7 +33,12 @@ def checked_thread_count(count: object, option: str = "intra_op_num_threads") ->
 
 @contextmanager
 def intra_op(count: int) -> Iterator[None]:
-    """Run what this context (this thread or task only) runs on ``count`` threads (0: the default)."""
+    """Run what this context (this thread or task only) runs on ``count`` threads; 0 leaves the
+    count of an enclosing context in force (the backend's default outside any), so that a
+    session left at 0 runs on whatever count its caller set with ``intra_op``."""
+    if count == 0:
+        yield
+        return
     token = _INTRA_OP_THREADS.set(count)
     try:
         yield
