@@ -3,7 +3,9 @@
 The models are made at test time, from fixed seeds: small networks built here and the
 project's real models, quantized with ``onnxruntime.quantization`` (``quantize_static`` in
 the QOperator and QDQ formats, ``quantize_dynamic``; uint8 and int8, per tensor and per
-channel, with and without ``reduce_range``).
+channel, with and without ``reduce_range``); a BERT and a GPT-2 exported by torch and fused by
+``onnxruntime.transformers.optimizer``; and each of these as onnxruntime's own graph optimizer
+saves it (``optimized_model_filepath``), which fuses further.
 
 Tolerances:
 
@@ -18,7 +20,7 @@ Tolerances:
 - Dynamically quantized models quantize float activations at run time, so a float rounding
   difference before a DynamicQuantizeLinear could move a value by one step; the products are
   exact, and the outputs must agree to float32 rounding: ``DYNAMIC_RTOL`` of the output's
-  largest magnitude.
+  largest magnitude (measured: at most 2.7e-7). The transformer models are held to the same.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ onnxruntime.set_default_logger_severity(3)
 logging.getLogger("root").setLevel(logging.ERROR)  # the quantizer logs each node it skips
 
 #: Relative tolerance of dynamically quantized models, of the output's largest magnitude:
-#: float32 rounding through a network (measured: at most 2e-7).
+#: float32 rounding through a network (measured: at most 2.7e-7).
 DYNAMIC_RTOL = 1e-6
 OPSET = 13
 #: The most rows of an LSTM batch here.
