@@ -18,6 +18,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -80,11 +81,10 @@ def main() -> None:
     import spawnml.autograd
     import spawnml.nn.functional
     import torch
-    from threadpoolctl import threadpool_limits
+    from spawnml.threads import intra_op
 
     threads = args.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
-    threadpool_limits(threads)
     rng = np.random.default_rng(0)
     shapes = {"mlp": (args.batch, 64), "cnn": (args.batch, 1, 8, 8)}
     print(
@@ -96,24 +96,30 @@ def main() -> None:
         "| replay / torch |\n|---|---:|---:|---:|---:|---:|"
     )
     for kind, shape in shapes.items():
-        x = rng.random(shape, dtype=np.float32)
-        y = rng.integers(0, 10, args.batch)
-        runners = {
-            "eager": stepper(spawnml, kind, x, y, args.device),
-            "replay": stepper(spawnml, kind, x, y, args.device, replay=True),
-            "torch": stepper(torch, kind, x, y),
-        }
-        times: dict[str, list[float]] = {name: [] for name in runners}
-        for step in runners.values():
-            block(step, 3)  # warm-up: kernels compiled, pools filled, the step captured
-        for _ in range(args.rounds):
-            for name, step in runners.items():
-                times[name].append(block(step, args.steps))
-        eager, replay, theirs = (statistics.median(times[name]) for name in runners)
-        print(
-            f"| {kind} | {eager:.2f} | {replay:.2f} | {theirs:.2f} | {eager / theirs:.2f}x "
-            f"| {replay / theirs:.2f}x |"
-        )
+        with intra_op(threads):
+            compare(spawnml, torch, kind, shape, rng, args)
+
+
+def compare(spawnml: Any, torch: Any, kind: str, shape: tuple[int, ...], rng: Any, args: Any) -> None:
+    """Time SpawnML's eager and replayed steps and torch's on one model; print a table row."""
+    x = rng.random(shape, dtype=np.float32)
+    y = rng.integers(0, 10, args.batch)
+    runners = {
+        "eager": stepper(spawnml, kind, x, y, args.device),
+        "replay": stepper(spawnml, kind, x, y, args.device, replay=True),
+        "torch": stepper(torch, kind, x, y),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for step in runners.values():
+        block(step, 3)  # warm-up: kernels compiled, pools filled, the step captured
+    for _ in range(args.rounds):
+        for name, step in runners.items():
+            times[name].append(block(step, args.steps))
+    eager, replay, theirs = (statistics.median(times[name]) for name in runners)
+    print(
+        f"| {kind} | {eager:.2f} | {replay:.2f} | {theirs:.2f} | {eager / theirs:.2f}x "
+        f"| {replay / theirs:.2f}x |"
+    )
 
 
 if __name__ == "__main__":
