@@ -268,7 +268,8 @@ def test_batch_norm(check, shape, opset):
         "mean": randn(channels),
         "var": np.abs(randn(channels)) + 0.1,
     }
-    run(check, "BatchNormalization", inputs, opset=opset, epsilon=1e-3)
+    # onnxruntime's bits exactly: a last-bit difference here becomes a quantization step downstream
+    run(check, "BatchNormalization", inputs, opset=opset, tolerance={"rtol": 0, "atol": 0}, epsilon=1e-3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (2, 3, 4, 5), (1, 2, 3, 4, 5)])

@@ -66,8 +66,11 @@ def _batch_normalized(
     x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, epsilon: float
 ) -> np.ndarray:
     """``(x - mean) / sqrt(var + epsilon) * scale + bias`` with broadcastable statistics, as
-    onnxruntime computes it: ``x * factor + shift`` with the statistics folded per channel."""
-    factor = scale / np.sqrt(var + var.dtype.type(epsilon))
+    onnxruntime computes it: ``x * factor + shift`` with the statistics folded per channel, the
+    factor a product with the reciprocal (a quotient differs in the last bit, which a quantizer
+    downstream can turn into a whole quantization step)."""
+    one = var.dtype.type(1)
+    factor = (one / np.sqrt(var + var.dtype.type(epsilon))) * scale
     y = x.astype(var.dtype, copy=False) * factor
     y += bias - mean * factor
     return y.astype(x.dtype, copy=False)
