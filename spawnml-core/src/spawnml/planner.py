@@ -31,6 +31,7 @@ from .errors import (
 from .ir import Graph, Node
 from .ops.registry import OperatorRegistry
 from .ops.schema import TensorType
+from .ops.tool_written import missing_schema_reason
 from .passes.shape_inference import InferenceMemo, infer_shapes
 from .profiler import NODE, Profiler
 from .tensor import EMPTY_OPTIONAL, TensorSequence
@@ -331,7 +332,7 @@ def _plan_graph(
         if schema is None:
             key = (domain, node.op_type, opset)
             counts[key] += 1
-            missing.setdefault(key, []).append("no operator schema registered")
+            missing.setdefault(key, []).append(missing_schema_reason(domain, node.op_type))
             continue
         schema.check_arity(node)
         attrs = schema.resolve_attrs(node)
