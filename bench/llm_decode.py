@@ -4,17 +4,28 @@ All run the same file with the same prompt and greedy decoding, each after a war
 prompt; transformers dequantizes to float32 at load, SpawnML runs both its graphs (QuantizedMatMul
 on raw blocks, and weights dequantized at load), and llama.cpp (where llama-cpp-python is
 installed) its own kernels on the raw blocks, with torch's thread count. Each computes the logits
-of every prompt position. Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT]
+of every prompt position.
+
+``--block-types`` measures instead SpawnML's decode steps (after the prompt, through the KV cache)
+with every quantized weight of the file, the tied output head included, requantized to each
+32-element block type with gguf-py, and with the file's own weights, in turns. The K-quants are
+left out: SmolLM2's rows of 576 are not whole 256-element super-blocks.
+
+Usage: python bench/llm_decode.py [--tokens N] [--prompt TEXT] [--block-types]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 
+import spawnml
 import torch
 from spawnml_models.assets import asset_file
 from spawnml_models.llm import TextGenerationPipeline
+from spawnml_models.llm.cache import KVCache
+from spawnml_models.llm.graph import build_llama_graph, float32_weight
 from transformers import AutoModelForCausalLM, DynamicCache
 
 
@@ -73,15 +84,63 @@ def llama_cpp_rates(path: str, ids: list[int], tokens: int) -> tuple[float, floa
     return len(ids) / prefill, (tokens - 1) / decode
 
 
+#: The types measured by ``--block-types``, besides the file's own.
+BLOCK_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+
+
+def as_block_type(weights: spawnml.ir.Graph, kind: str) -> spawnml.ir.Graph:
+    """The GGUF weights graph with every quantized weight requantized to ``kind`` blocks."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+
+    out = copy.copy(weights)
+    out.initializers, out.metadata = dict(weights.initializers), dict(weights.metadata)
+    for key in [key for key in weights.metadata if key.startswith("gguf.quant_type.")]:
+        name = key.removeprefix("gguf.quant_type.")
+        out.initializers[name] = quantize(float32_weight(weights, name), GGMLQuantizationType[kind])
+        out.metadata[key] = kind
+    return out
+
+
+def decode_rate(pipeline: TextGenerationPipeline, ids: list[int], tokens: int) -> float:
+    """Decode steps per second of ``pipeline``'s session after the prompt ``ids``."""
+    cache = KVCache(pipeline.config)
+    pipeline.forward(ids, cache)
+    pipeline.forward(ids[-1:], cache)  # warm-up: repacks the weights, compiles the loops
+    start = time.perf_counter()
+    for _ in range(tokens):
+        pipeline.forward(ids[-1:], cache)
+    return tokens / (time.perf_counter() - start)
+
+
+def block_type_rates(path: str, ids: list[int], tokens: int, rounds: int = 2) -> None:
+    """Print the decode tokens/s of SpawnML's default graph with the weights held as each block
+    type, ``rounds`` times in turns (the machine's load changes while they run)."""
+    pipeline = TextGenerationPipeline(path, providers=["cpu"])
+    weights = spawnml.load(path)
+    sessions = {"file (Q4_1, Q8_0 head)": pipeline.session} | {
+        kind: spawnml.InferenceSession(build_llama_graph(as_block_type(weights, kind)), providers=["cpu"])
+        for kind in BLOCK_TYPES
+    }
+    for _ in range(rounds):
+        for kind, session in sessions.items():
+            pipeline.session = session
+            print(f"{kind:<24} decode {decode_rate(pipeline, ids, tokens):7.2f} tokens/s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--prompt", default="Explain gravity to a child in three sentences.")
+    parser.add_argument("--block-types", action="store_true", help="decode per GGML block type")
     args = parser.parse_args()
     path = str(asset_file("smollm2-gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"))
     probe = TextGenerationPipeline(path, dequantize=True)
     ids = probe.tokenizer.encode(probe.prompt(args.prompt))
     del probe
+    if args.block_types:
+        block_type_rates(path, ids, args.tokens)
+        return
     rows = {
         "transformers (float32)": torch_rates(path, ids, args.tokens),
         "spawnml cpu, dequantized": spawnml_rates(path, ids, args.tokens, dequantize=True),
