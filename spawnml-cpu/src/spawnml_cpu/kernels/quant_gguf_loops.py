@@ -13,7 +13,8 @@ its loop vectorizer sees it, and numba runs no straight-line vectorizer), so the
 argument (``span``, :data:`.quant_gguf_pack.SPAN`); an index that may be negative (numba wraps
 those around), so the loops run over views of their row range from row 0; a range of a step not
 known at compile time; a sum under a condition per element, so 16-element sub-blocks are summed
-apart by a 0/1 mask; the fifth-bit decoding left in the loop of the 4-bit types.
+apart by a 0/1 mask; the fifth-bit decoding left in the loop of the 4-bit types. And the
+integer decoding is kept in int32 (a Python int constant widens it to int64: half the lanes).
 
 Imported on first use (numba takes a while to import); compiled once and cached next to this
 file. The loops run without the GIL over a range of weight rows, so that :mod:`.threads` can give
@@ -43,10 +44,11 @@ def _nibble_sums(
 ) -> tuple[np.float32, np.float32]:
     """The sums of a nibble pair's two sub-blocks times their activations."""
     sum_a, sum_b = np.float32(0), np.float32(0)
+    low_bits, four, shift = np.int32(15), np.int32(4), np.int32(offset)
     for k in range(span):
         byte = np.int32(quants[at + k])
-        sum_a += np.float32((byte & 15) - offset) * x[xa + k]
-        sum_b += np.float32((byte >> 4) - offset) * x[xa + span + k]
+        sum_a += np.float32((byte & low_bits) - shift) * x[xa + k]
+        sum_b += np.float32((byte >> four) - shift) * x[xa + span + k]
     return sum_a, sum_b
 
 
@@ -63,12 +65,13 @@ def _fifth_sums(
 ) -> tuple[np.float32, np.float32]:
     """:func:`_nibble_sums` with the fifth bits ``high_a``, ``high_b`` of the two sub-blocks."""
     sum_a, sum_b = np.float32(0), np.float32(0)
+    low_bits, four, shift, one = np.int32(15), np.int32(4), np.int32(offset), np.uint32(1)
     for k in range(span):
-        byte = np.int32(quants[at + k])
-        q_a = (byte & 15) | (np.int32((high_a >> np.uint32(k)) & np.uint32(1)) << 4)
-        q_b = (byte >> 4) | (np.int32((high_b >> np.uint32(k)) & np.uint32(1)) << 4)
-        sum_a += np.float32(q_a - offset) * x[xa + k]
-        sum_b += np.float32(q_b - offset) * x[xa + span + k]
+        byte, bit = np.int32(quants[at + k]), np.uint32(k)
+        q_a = (byte & low_bits) | (np.int32((high_a >> bit) & one) << four)
+        q_b = (byte >> four) | (np.int32((high_b >> bit) & one) << four)
+        sum_a += np.float32(q_a - shift) * x[xa + k]
+        sum_b += np.float32(q_b - shift) * x[xa + span + k]
     return sum_a, sum_b
 
 
