@@ -3,14 +3,18 @@
 Each direction projects the whole input sequence with one matrix product, then steps
 through time. Rows whose sequence has ended keep their state and output zeros; a
 reverse direction starts at the last step of each row's own sequence. 16-bit floats
-are computed in float32.
+are computed in float32. LSTM and GRU directions with the default activations and no row
+ending early step in one compiled loop (:mod:`.recurrent_loops`); the others step in numpy.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -109,14 +113,17 @@ class Direction:
     """The weights and functions of one direction, in the compute type.
 
     ``recurrence`` is ``(gates * hidden, hidden)``; ``peepholes`` is LSTM's ``(3 * hidden,)``,
-    None where the node has none.
+    None where the node has none; ``bound`` is the clip (infinite for none).
     """
 
     recurrence: Array
     recurrence_bias: Array
     peepholes: Array | None
     activations: list[Activation]
-    clip: Callable[[Array], Array]
+    bound: float
+
+    def clip(self, x: Array) -> Array:
+        return x if math.isinf(self.bound) else np.clip(x, -self.bound, self.bound)
 
 
 #: ``step(direction, projected input of one step, states) -> new states``, hidden state first.
@@ -167,10 +174,39 @@ def _lstm_step(
     return f(d.clip(gate_out)) * out(cell), cell
 
 
-def _clipper(clip: float | None) -> Callable[[Array], Array]:
-    if clip is None:
-        return lambda x: x
-    return lambda x: np.clip(x, -clip, clip)
+#: ``loop(direction, projected, states, reverse) -> (outputs, final states)``: a whole direction.
+Loop = Callable[[Direction, Array, tuple[Array, ...], bool], tuple[Array, tuple[Array, ...]]]
+
+
+@functools.cache
+def _loops() -> ModuleType:
+    """The compiled loops, imported on first use (numba takes a while to import)."""
+    from . import recurrent_loops
+
+    return recurrent_loops
+
+
+def _lstm_loop(
+    d: Direction, projected: Array, states: tuple[Array, ...], reverse: bool, input_forget: bool
+) -> tuple[Array, tuple[Array, ...]]:
+    h, c = (np.array(state, projected.dtype, order="C") for state in states)
+    outputs = np.empty((projected.shape[0], *h.shape), projected.dtype)
+    peepholes = np.empty(0, projected.dtype) if d.peepholes is None else d.peepholes
+    _loops().lstm_scan(
+        projected, d.recurrence, d.recurrence_bias, peepholes, h, c, outputs, reverse, d.bound, input_forget
+    )
+    return outputs, (h, c)
+
+
+def _gru_loop(
+    d: Direction, projected: Array, states: tuple[Array, ...], reverse: bool, linear_before_reset: bool
+) -> tuple[Array, tuple[Array, ...]]:
+    h = np.array(states[0], projected.dtype, order="C")
+    outputs = np.empty((projected.shape[0], *h.shape), projected.dtype)
+    _loops().gru_scan(
+        projected, d.recurrence, d.recurrence_bias, h, outputs, reverse, d.bound, linear_before_reset
+    )
+    return outputs, (h,)
 
 
 def _scan(
@@ -212,12 +248,19 @@ def _direction(
     rows = r.shape[1]
     per_direction = len(activations) // r.shape[0]
     return Direction(
-        r[index].astype(work, copy=False),
-        np.zeros(rows, work) if b is None else b[index, rows:].astype(work, copy=False),
-        None if peepholes is None else peepholes[index].astype(work, copy=False),
+        np.ascontiguousarray(r[index], work),
+        np.zeros(rows, work) if b is None else np.ascontiguousarray(b[index, rows:], work),
+        None if peepholes is None else np.ascontiguousarray(peepholes[index], work),
         activations[index * per_direction : (index + 1) * per_direction],
-        _clipper(clip),
+        math.inf if clip is None else float(clip),
     )
+
+
+def _default_activations(node: Node, defaults: tuple[str, ...]) -> bool:
+    """Whether every direction of ``node`` uses the operator's default activation functions."""
+    names = [as_text(name).lower() for name in node.attrs.get("activations") or ()]
+    expected = [name.lower() for name in defaults]
+    return names == expected * (len(names) // len(expected))
 
 
 def _projection(x: Array, w: Array, b: Array | None, index: int, work: np.dtype) -> Array:
@@ -239,8 +282,11 @@ def _recurrent(
     sequence_lens: Array | None,
     initial: Sequence[Array | None],
     peepholes: Array | None = None,
+    loop: Loop | None = None,
 ) -> tuple[Array, ...]:
-    """``Y`` and the final states of a recurrent node; ``initial`` holds its initial states."""
+    """``Y`` and the final states of a recurrent node; ``initial`` holds its initial states.
+    ``loop`` runs a whole direction compiled, where the activations are ``defaults`` and no row
+    ends early."""
     attrs, dtype = ctx.attrs, x.dtype
     work = compute_dtype(dtype)
     batchwise = bool(attrs.get("layout", 0))
@@ -250,6 +296,9 @@ def _recurrent(
     steps, batch, _ = x.shape
     lengths = np.full(batch, steps) if sequence_lens is None else sequence_lens.astype(np.intp)
     activations = _activations(ctx.node, defaults)
+    full = steps > 0 and bool((lengths == steps).all())
+    if not (full and _default_activations(ctx.node, defaults)):
+        loop = None
     ys, finals = [], []
     for index in range(w.shape[0]):
         direction = _direction(index, r, b, peepholes, activations, attrs.get("clip"), work)
@@ -258,9 +307,11 @@ def _recurrent(
             for s in initial
         )
         reverse = index == 1 or as_text(attrs["direction"]) == "reverse"
-        y, final = _scan(
-            partial(step, direction), _projection(x, w, b, index, work), states, lengths, reverse
-        )
+        projected = _projection(x, w, b, index, work)
+        if loop is not None:
+            y, final = loop(direction, projected, states, reverse)
+        else:
+            y, final = _scan(partial(step, direction), projected, states, lengths, reverse)
         ys.append(y)
         finals.append(final)
     y = np.stack(ys, axis=1)
@@ -298,8 +349,10 @@ def _gru(
     sequence_lens: Array | None = None,
     initial_h: Array | None = None,
 ) -> tuple[Array, ...]:
-    step = partial(_gru_step, linear_before_reset=bool(ctx.attrs.get("linear_before_reset", 0)))
-    return _recurrent(ctx, step, _GRU_DEFAULTS, x, w, r, b, sequence_lens, [initial_h])
+    linear_before_reset = bool(ctx.attrs.get("linear_before_reset", 0))
+    step = partial(_gru_step, linear_before_reset=linear_before_reset)
+    loop = partial(_gru_loop, linear_before_reset=linear_before_reset)
+    return _recurrent(ctx, step, _GRU_DEFAULTS, x, w, r, b, sequence_lens, [initial_h], loop=loop)
 
 
 @KERNELS.register("LSTM", check=_checker(_LSTM_DEFAULTS))
@@ -314,5 +367,9 @@ def _lstm(
     initial_c: Array | None = None,
     p: Array | None = None,
 ) -> tuple[Array, ...]:
-    step = partial(_lstm_step, input_forget=bool(ctx.attrs["input_forget"]))
-    return _recurrent(ctx, step, _LSTM_DEFAULTS, x, w, r, b, sequence_lens, [initial_h, initial_c], p)
+    input_forget = bool(ctx.attrs["input_forget"])
+    step = partial(_lstm_step, input_forget=input_forget)
+    loop = partial(_lstm_loop, input_forget=input_forget)
+    return _recurrent(
+        ctx, step, _LSTM_DEFAULTS, x, w, r, b, sequence_lens, [initial_h, initial_c], p, loop=loop
+    )
