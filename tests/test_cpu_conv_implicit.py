@@ -37,6 +37,9 @@ CASES = {
     "few-output-rows": ((1, 64, 4, 12), (48, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     "same-upper": ((1, 5, 21, 20), (7, 5, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     "1d": ((1, 64, 5000), (10, 64, 5), {"strides": [2], "pads": [2, 1]}),
+    # One group of fewer outputs than a tile's rows: the weights padded with zero rows.
+    "3x3-one-output": ((1, 8, 30, 40), (1, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "5x5-three-outputs-strided": ((2, 4, 25, 26), (3, 4, 5, 5), {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
     # Images of a batch go through the products together, their rows one after another.
     "batch-of-one-row-images": ((16, 8, 1, 21), (20, 8, 1, 5), {"pads": [0, 2, 0, 2]}),
     "batch-strided-grouped": (
@@ -93,7 +96,14 @@ def test_conv_matches_onnxruntime(name, gathered_calls):
 
 
 @pytest.mark.parametrize(
-    "name", ["3x3", "3x3-stride2-odd", "5x5-strides-2-3-asymmetric-grouped", "batch-strided-grouped"]
+    "name",
+    [
+        "3x3",
+        "3x3-stride2-odd",
+        "5x5-strides-2-3-asymmetric-grouped",
+        "batch-strided-grouped",
+        "3x3-one-output",
+    ],
 )
 def test_fused_conv_with_residual_and_activation_matches_onnxruntime(name, gathered_calls):
     """Bias, residual, clamp and then an activation, applied per band as the sums are cropped."""

@@ -274,7 +274,7 @@ def _convolve_2d(
         else:
             _pointwise(weights, x, shift if finish else None, low, high, extra, out, activation)
         return y
-    if x.dtype == np.float32 and _implicit().fits(windows, outputs // group, batch):
+    if x.dtype == np.float32 and _implicit().fits(windows, outputs // group, batch, group):
         weights = np.ascontiguousarray(weights)
         _implicit().convolve(windows, x, weights, shift, low, high, residual, y, threads, activation)
         return y

@@ -33,10 +33,13 @@ _BAND_SUMS = 1 << 18
 _TILES_PER_BAND = 8
 
 
-def fits(windows: Windows, outputs_per_group: int, batch: int) -> bool:
-    """Whether :func:`convolve` takes a 2-D convolution of these windows over ``batch`` images: a
-    tile's rows of output channels per group and pixels enough for a tile."""
-    return tiles.fits(outputs_per_group, 1, _rows(windows, batch) * _reach(windows, 1))
+def fits(windows: Windows, outputs_per_group: int, batch: int, groups: int) -> bool:
+    """Whether :func:`convolve` takes a 2-D convolution of these windows over ``batch`` images:
+    pixels enough for a tile, and a tile's rows of output channels per group, or fewer in one
+    group (their weights then padded with rows of zeros: one product where each group's would cost
+    more in calls than it saves)."""
+    rows = outputs_per_group if groups > 1 else max(outputs_per_group, tiles.ROWS)
+    return tiles.fits(rows, 1, _rows(windows, batch) * _reach(windows, 1))
 
 
 def _reach(windows: Windows, axis: int) -> int:
@@ -105,6 +108,8 @@ def convolve(
     at least a tile's pixels wide), or of each group's output channels (a tile's rows at least)
     where those give more parts, taken by ``threads`` threads."""
     groups, per_group, depth = weights.shape
+    if per_group < tiles.ROWS:  # one group of few outputs: the tile's other rows are zeros
+        weights = np.concatenate([weights, np.zeros((1, tiles.ROWS - per_group, depth), weights.dtype)], 1)
     phases, pitch = _phases(windows, x)
     flat = phases.reshape(-1)
     offsets = _offsets(phases, pitch, windows).reshape(groups, depth)
@@ -114,19 +119,20 @@ def convolve(
 
     def run(lines: slice, channels: slice) -> None:
         width = channels.stop - channels.start
-        step = max(_BAND_SUMS // (groups * width * pitch), least)
-        wide = np.empty(groups * width * min(step, lines.stop - lines.start) * pitch, np.float32)
+        height = max(width, tiles.ROWS)  # the tile's rows: those of the zero weights too
+        step = max(_BAND_SUMS // (groups * height * pitch), least)
+        wide = np.empty(groups * height * min(step, lines.stop - lines.start) * pitch, np.float32)
         for first in range(lines.start, lines.stop, step):
             count = min(step, lines.stop - first)
             if count < least:  # a last band too narrow for a tile: moved back (rows computed twice)
                 count = min(lines.stop - lines.start, least)
                 first = lines.stop - count
-            sums = wide[: groups * width * count * pitch].reshape(groups, width, count * pitch)
+            sums = wide[: groups * height * count * pitch].reshape(groups, height, count * pitch)
             for g in range(groups):
-                weights_g, sums_g = weights[g, channels], sums[g]
-                tiles.gathered(weights_g, flat[first * pitch :], offsets[g], sums_g, _TILES_PER_BAND)
+                weights_g = weights[g, channels.start : channels.start + height]
+                tiles.gathered(weights_g, flat[first * pitch :], offsets[g], sums[g], _TILES_PER_BAND)
                 outputs = g * per_group + channels.start
-                _finish(sums_g.reshape(width, count, pitch), first, apart, outputs, *finishing)
+                _finish(sums[g, :width].reshape(width, count, pitch), first, apart, outputs, *finishing)
 
     every_row, every_channel = slice(0, rows), slice(0, per_group)
     work = y.size * depth
