@@ -18,6 +18,9 @@ Axes = tuple[int, ...] | None
 #: ``fn(x, axes, keepdims)``: a reduction over ``axes`` (every axis when None).
 Reduction = Callable[[Array, Axes, bool], Array]
 FLOAT32 = np.dtype(np.float32)
+#: The longest innermost axis whose Max or Min runs as elementwise passes over its slices: numpy's
+#: reduce loop pays a call per output element there, which over many short rows is most of it.
+SHORT_AXIS = 16
 
 
 def _lowest(dtype: np.dtype) -> float:
@@ -50,11 +53,26 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool) -> Array:
     return total if keepdims else np.squeeze(total, axis=axes)
 
 
+def _extremum(pick: np.ufunc, identity: Callable[[np.dtype], float]) -> Reduction:
+    """Max or Min (``pick``: ``np.maximum`` or ``np.minimum``), exact in any order of comparison."""
+
+    def reduce(x: Array, axes: Axes, keepdims: bool) -> Array:
+        length = x.shape[-1] if x.ndim else 0
+        if axes is not None and axes == (x.ndim - 1,) and 0 < length <= SHORT_AXIS:
+            result = x[..., 0].copy()
+            for index in range(1, length):
+                pick(result, x[..., index], out=result)
+            return result[..., None] if keepdims else result
+        return pick.reduce(x, axis=axes, keepdims=keepdims, initial=identity(x.dtype))
+
+    return reduce
+
+
 _REDUCTIONS: dict[str, Reduction] = {
     "ReduceSum": _sum,
     "ReduceMean": _mean,
-    "ReduceMax": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype)),
-    "ReduceMin": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep, initial=_highest(x.dtype)),
+    "ReduceMax": _extremum(np.maximum, _lowest),
+    "ReduceMin": _extremum(np.minimum, _highest),
     "ReduceProd": lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype),
     "ReduceL1": lambda x, axes, keep: _sum(np.abs(x), axes, keep),
     "ReduceL2": lambda x, axes, keep: np.sqrt(_sum(x * x, axes, keep)),
