@@ -4,7 +4,10 @@ All runtimes run in this process, one timed run each per round after a warm-up, 
 is reported with ratios against the reference: PyTorch on the same GPU where torch sees one
 (``--backend cuda``), else onnxruntime (with its CUDA provider where onnxruntime-gpu has it). For
 the GPU backend the table adds kernel launches and bytes copied to and from the device per
-inference (read from ``GPUBackend.traffic()``); a run ends when its outputs are on the host. The
+inference (read from ``GPUBackend.traffic()``) and the host's CPU time per run (the thread's CPU
+seconds: Python dispatch, argument packing, the runtime's calls; a wait that spins counts too), per
+launch; a run ends when its outputs are on the host. onnxruntime runs with its CUDA provider where
+onnxruntime-gpu offers it (the column says which). The
 adapter is named, and a software adapter (Mesa's lavapipe, PoCL) is called out: on one, the "GPU"
 column measures this machine's CPU.
 
@@ -12,13 +15,18 @@ PyTorch runs PP-OCRv4 det node by node with its own operators (``torch_graph.py`
 transformers' ``BertModel`` with random float32 weights, which SpawnML then runs through its
 SafeTensors BERT port; the int8 MiniLM has no PyTorch counterpart.
 
+``--json PATH`` also writes the rows as JSON; ``--only WORDS`` keeps the models whose label holds
+one of the comma-separated words (case-insensitive).
+
 Usage: python bench/gpu.py [--backend webgpu|opencl|cuda] [--runs N] [--det-size PIXELS]
+                           [--only int8,det] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -98,33 +106,44 @@ def bert_case(feeds: Feeds, device: str, workdir: str) -> Case:
     return Case(path, feeds, run)
 
 
+def ort_provider(backend: str) -> str:
+    """onnxruntime's provider beside ``backend``: CUDA's where onnxruntime-gpu offers it."""
+    import onnxruntime
+
+    cuda = backend == "cuda" and "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    return "CUDAExecutionProvider" if cuda else "CPUExecutionProvider"
+
+
 def runners(case: Case, backend: str) -> dict[str, Callable[[], Any]]:
     """One callable per runtime, each running the model once and returning host arrays."""
     import onnxruntime
     import spawnml
 
-    ort_providers = ["CPUExecutionProvider"]
-    if backend == "cuda" and "CUDAExecutionProvider" in onnxruntime.get_available_providers():
-        ort_providers.insert(0, "CUDAExecutionProvider")
+    ort_providers = list(dict.fromkeys([ort_provider(backend), "CPUExecutionProvider"]))
     sessions = {
         backend: spawnml.InferenceSession(case.path, providers=[backend]),
         "cpu": spawnml.InferenceSession(case.path, providers=["cpu"]),
         "onnxruntime": onnxruntime.InferenceSession(case.path, providers=ort_providers),
     }
-    calls = {name: (lambda s=session: s.run(None, case.feeds)) for name, session in sessions.items()}
+    calls: dict[str, Callable[[], Any]] = {
+        name: partial(session.run, None, case.feeds) for name, session in sessions.items()
+    }
     if case.torch_run is not None:
         calls["torch"] = case.torch_run
     return calls
 
 
-def measure(run: Callable[[], Any], traffic: Callable[[], Any] | None) -> tuple[float, tuple[int, int, int]]:
-    """Seconds of one run, and the launches and bytes each way it caused on the GPU."""
+def measure(
+    run: Callable[[], Any], traffic: Callable[[], Any] | None
+) -> tuple[float, float, tuple[int, int, int]]:
+    """Seconds of one run, the thread's CPU seconds in it, and the launches and bytes each way it
+    caused on the GPU."""
     before = _counts(traffic)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.thread_time()
     run()
-    elapsed = time.perf_counter() - start
+    elapsed, host = time.perf_counter() - start, time.thread_time() - cpu_start
     after = _counts(traffic)
-    return elapsed, (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    return elapsed, host, (after[0] - before[0], after[1] - before[1], after[2] - before[2])
 
 
 def _counts(traffic: Callable[[], Any] | None) -> tuple[int, int, int]:
@@ -134,28 +153,53 @@ def _counts(traffic: Callable[[], Any] | None) -> tuple[int, int, int]:
     return t.launches, t.bytes_to_device, t.bytes_from_device
 
 
-def bench(label: str, case: Case, backend: str, runs: int) -> str:
-    """The table row of one model."""
+def bench(label: str, case: Case, backend: str, runs: int) -> dict[str, Any]:
+    """The measurements of one model (:func:`row` makes its table row)."""
     import spawnml.plugins
 
     gpu = spawnml.plugins.backends()[backend]
     calls = runners(case, backend)
     outputs = {name: run() for name, run in calls.items()}  # warm-up: compiles kernels, fills pools
     times: dict[str, list[float]] = {name: [] for name in calls}
+    host: list[float] = []
     counts = (0, 0, 0)
     for _ in range(runs):
         for name, run in calls.items():
-            elapsed, moved = measure(run, gpu.traffic if name == backend else None)
+            traffic = gpu.traffic if name == backend else None  # type: ignore[attr-defined]
+            elapsed, cpu, moved = measure(run, traffic)
             times[name].append(elapsed)
-            counts = moved if name == backend else counts
+            if name == backend:
+                counts = moved
+                host.append(cpu)
     ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    reference = "torch" if "torch" in ms else "onnxruntime"
     got, want = np.asarray(outputs[backend][0]), np.asarray(outputs["onnxruntime"][0])
+    host_ms = statistics.median(host) * 1e3
+    return {
+        "model": label,
+        "backend": backend,
+        "ms": {name: round(value, 3) for name, value in ms.items()},
+        "reference": "torch" if "torch" in ms else "onnxruntime",
+        "onnxruntime_provider": ort_provider(backend),
+        "launches": counts[0],
+        "kib_to_device": round(counts[1] / 1024, 1),
+        "kib_from_device": round(counts[2] / 1024, 1),
+        "host_ms": round(host_ms, 3),
+        "host_us_per_launch": round(host_ms * 1e3 / counts[0], 1) if counts[0] else None,
+        "max_abs_diff": float(np.abs(got - want).max()),
+    }
+
+
+def row(m: dict[str, Any]) -> str:
+    """The Markdown table row of :func:`bench`'s measurements."""
+    ms, backend, reference = m["ms"], m["backend"], m["reference"]
     torch_ms = f"{ms['torch']:.2f}" if "torch" in ms else "–"
+    ort = " (CUDA)" if m["onnxruntime_provider"] == "CUDAExecutionProvider" else ""
+    per_launch = f"{m['host_us_per_launch']:.0f}" if m["host_us_per_launch"] is not None else "–"
     return (
-        f"| {label} | {ms[backend]:.2f} | {ms['cpu']:.2f} | {ms['onnxruntime']:.2f} | {torch_ms} | "
-        f"{ms[backend] / ms[reference]:.2f} ({reference}) | {counts[0]} | "
-        f"{counts[1] / 1024:.1f} | {counts[2] / 1024:.1f} | {np.abs(got - want).max():.1e} |"
+        f"| {m['model']} | {ms[backend]:.2f} | {ms['cpu']:.2f} | {ms['onnxruntime']:.2f}{ort} | {torch_ms} | "
+        f"{ms[backend] / ms[reference]:.2f} ({reference}) | {m['launches']} | {m['host_ms']:.2f} | "
+        f"{per_launch} | "
+        f"{m['kib_to_device']:.1f} | {m['kib_from_device']:.1f} | {m['max_abs_diff']:.1e} |"
     )
 
 
@@ -164,6 +208,8 @@ def main() -> None:
     parser.add_argument("--backend", default="webgpu", help="the GPU backend to measure (default: webgpu)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per runtime and model (default: 5)")
     parser.add_argument("--det-size", type=int, default=320, help="PP-OCRv4 det input side (default: 320)")
+    parser.add_argument("--only", default="", help="comma-separated words: the models whose label holds one")
+    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
 
     import onnxruntime
@@ -190,12 +236,21 @@ def main() -> None:
     print()
     print(
         f"| model | {args.backend} ms | SpawnML CPU ms | onnxruntime ms | torch ms | {args.backend}/reference"
-        " | launches per run | KiB to device | KiB from device | max abs diff vs ort |"
+        " | launches per run | host CPU ms per run | host µs per launch | KiB to device | KiB from device"
+        " | max abs diff vs ort |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    words = [word.lower() for word in args.only.split(",") if word]
+    rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for label, case in model_cases(args.det_size, torch_device, workdir).items():
-            print(bench(label, case, args.backend, args.runs), flush=True)
+            if words and not any(word in label.lower() for word in words):
+                continue
+            rows.append(bench(label, case, args.backend, args.runs))
+            print(row(rows[-1]), flush=True)
+            if args.json:
+                with open(args.json, "w") as file:
+                    json.dump(rows, file, indent=1)
 
 
 def gpu_torch_device(backend: str) -> str | None:
