@@ -16,8 +16,9 @@ from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
 
 from .conv import convolve
+from .integer_product import integer_matmul, shifted
 from .narrow import NARROW_FLOATS, to_narrow_float, to_narrow_integer
-from .nn_common import compute_dtype, matmul, per_channel
+from .nn_common import compute_dtype, per_channel
 from .table import KERNELS
 
 _SMALL_INTEGERS = frozenset(
@@ -53,12 +54,6 @@ def along(param: np.ndarray, shape: tuple[int, ...], axis: int, block_size: int 
         blocks = np.repeat(param, block_size, axis=axis)
         return blocks[(slice(None),) * axis + (slice(0, shape[axis]),)]
     return param.reshape(-1, *(1,) * (len(shape) - axis - 1))
-
-
-def shifted(values: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
-    """Quantized values minus their zero point, as float64 (exact up to 32-bit integers)."""
-    values = values.astype(np.float64)
-    return values if zero_point is None else values - zero_point.astype(np.float64)
 
 
 def dequantized(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
@@ -130,15 +125,6 @@ def dynamic_quantize(x: np.ndarray, axis: int | None = None) -> tuple[np.ndarray
     return y, scale, zero_point
 
 
-def _integer_matmul(
-    a: np.ndarray, b: np.ndarray, a_zero_point: np.ndarray | None, b_zero_point: np.ndarray | None
-) -> np.ndarray:
-    """Exact ``(a - a_zero_point) @ (b - b_zero_point)`` as float64; ``a``'s zero point is per row."""
-    if a_zero_point is not None and a_zero_point.ndim == 1 and a_zero_point.size > 1:
-        a_zero_point = a_zero_point[:, None]
-    return matmul(shifted(a, a_zero_point), shifted(b, b_zero_point))
-
-
 @KERNELS.register("MatMulInteger", since=10)
 def _matmul_integer(
     ctx: KernelContext,
@@ -147,7 +133,7 @@ def _matmul_integer(
     a_zero_point: np.ndarray | None = None,
     b_zero_point: np.ndarray | None = None,
 ) -> np.ndarray:
-    return _integer_matmul(a, b, a_zero_point, b_zero_point).astype(np.int32)
+    return integer_matmul(a, b, a_zero_point, b_zero_point).astype(np.int32)
 
 
 def _integer_conv(
@@ -195,7 +181,7 @@ def _qlinear_matmul(
     y_scale: np.ndarray,
     y_zero_point: np.ndarray,
 ) -> np.ndarray:
-    accumulated = _integer_matmul(a, b, a_zero_point, b_zero_point)
+    accumulated = integer_matmul(a, b, a_zero_point, b_zero_point)
     scale = a_scale.astype(np.float32) * b_scale.astype(np.float32)
     return _requantize(accumulated, scale, y_scale, y_zero_point)
 

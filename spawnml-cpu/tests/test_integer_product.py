@@ -1,0 +1,56 @@
+"""``integer_matmul`` is exact: int64 numpy products of the shifted values, for every type pair,
+zero-point shape, batch and thread count, through the compiled loop and through float64 BLAS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from spawnml.threads import intra_op
+from spawnml_cpu.kernels.integer_product import integer_matmul
+
+rng = np.random.default_rng(0)
+
+
+def values(dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+def reference(a, b, a_zero, b_zero) -> np.ndarray:
+    za = 0 if a_zero is None else a_zero.astype(np.int64)
+    if a_zero is not None and a_zero.ndim == 1 and a_zero.size > 1:
+        za = za[:, None]
+    zb = 0 if b_zero is None else b_zero.astype(np.int64)
+    return (a.astype(np.int64) - za) @ (b.astype(np.int64) - zb)
+
+
+@pytest.mark.parametrize("a_type", [np.uint8, np.int8])
+@pytest.mark.parametrize("b_type", [np.uint8, np.int8])
+@pytest.mark.parametrize("a_shape", [(7, 33), (2, 5, 33), (33,)])
+@pytest.mark.parametrize("zeros", ["none", "scalar", "per_column"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_compiled_products_are_exact(a_type, b_type, a_shape, zeros, threads):
+    a, b = values(a_type, a_shape), values(b_type, (33, 300))
+    a_zero = None if zeros == "none" else values(a_type, ())
+    b_zero = {"none": None, "scalar": values(b_type, ()), "per_column": values(b_type, (300,))}[zeros]
+    with intra_op(threads):
+        got = integer_matmul(a, b, a_zero, b_zero)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, reference(a, b, a_zero, b_zero))
+
+
+def test_per_row_zero_points_of_a_2d_a():
+    a, b = values(np.uint8, (6, 40)), values(np.int8, (40, 9))
+    a_zero = values(np.uint8, (6,))
+    np.testing.assert_array_equal(integer_matmul(a, b, a_zero, None), reference(a, b, a_zero, None))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (values(np.uint8, (2, 3, 8)), values(np.int8, (2, 8, 5))),  # batched b
+        (values(np.int16, (3, 8)), values(np.int16, (8, 5))),  # wider than 8 bits
+    ],
+)
+def test_other_shapes_and_types_are_exact_through_blas(a, b):
+    np.testing.assert_array_equal(integer_matmul(a, b, None, None), reference(a, b, None, None))
