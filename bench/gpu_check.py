@@ -59,6 +59,7 @@ class Result:
     reason: str = ""
     command: list[str] = field(default_factory=list)
     log: str = ""
+    log_tail: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
 
 
@@ -480,13 +481,13 @@ def llm_decode_section(ctx: Context, result: Result) -> None:
 
 
 SECTIONS = [
-    Section("environment", 30, 60, environment),
-    Section("cuda-probe", 30, 20, cuda_probe_section),
-    Section("conformance-cpu", 60, 60, conformance("cpu")),
-    Section("conformance-cuda", 90, 60, conformance("cuda")),
+    Section("environment", 20, 60, environment),
+    Section("cuda-probe", 20, 20, cuda_probe_section),
+    Section("conformance-cpu", 45, 60, conformance("cpu")),
+    Section("conformance-cuda", 70, 60, conformance("cuda")),
     Section(
         "tests-cuda",
-        60,
+        40,
         20,
         tests_section(
             [
@@ -500,13 +501,13 @@ SECTIONS = [
             cuda_keyword,
         ),
     ),
-    Section("real-models", 45, 120, tests_section(["tests/test_gpu_real_models.py"], gpu_keyword)),
-    Section("bench-cuda", 80, 20, bench("cuda")),
-    Section("llm-decode", 40, 30, llm_decode_section),
-    Section("conformance-webgpu", 50, 60, conformance("webgpu")),
-    Section("conformance-opencl", 50, 60, conformance("opencl")),
-    Section("bench-webgpu", 30, 90, bench("webgpu")),
-    Section("bench-opencl", 30, 90, bench("opencl")),
+    Section("real-models", 30, 120, tests_section(["tests/test_gpu_real_models.py"], gpu_keyword)),
+    Section("bench-cuda", 60, 20, bench("cuda")),
+    Section("llm-decode", 30, 30, llm_decode_section),
+    Section("conformance-webgpu", 45, 60, conformance("webgpu")),
+    Section("conformance-opencl", 45, 60, conformance("opencl")),
+    Section("bench-webgpu", 20, 90, bench("webgpu")),
+    Section("bench-opencl", 20, 90, bench("opencl")),
 ]
 
 
@@ -622,6 +623,21 @@ def run(args: argparse.Namespace) -> int:
         "elapsed": 0.0,
     }
     write_reports(out, meta, results)
+    try:
+        run_sections(ctx, sections, results, meta, start)
+    except BaseException:
+        meta["state"] = "stopped from outside"
+        write_reports(out, meta, results)
+        raise
+    meta["state"] = "finished"
+    write_reports(out, meta, results)
+    return 1 if any(r.status in ("failed", "timeout") for r in results) else 0
+
+
+def run_sections(
+    ctx: Context, sections: list[Section], results: list[Result], meta: dict[str, Any], start: float
+) -> None:
+    out = ctx.out
     for section, result in zip(sections, results, strict=True):
         if ctx.left() < 5:
             result.status, result.reason = "skipped", "no time left in the run's budget"
@@ -635,16 +651,13 @@ def run(args: argparse.Namespace) -> int:
                 result.status, result.reason = "failed", f"{type(error).__name__}: {error}"
             result.seconds = round(time.monotonic() - began, 1)
             if result.status in ("failed", "timeout") and result.log:
-                result.__dict__["log_tail"] = tail(out / result.log)
+                result.log_tail = tail(out / result.log)
             print(
                 f"== {section.name}: {result.status} in {result.seconds:.0f} s: {_one_line(asdict(result))}",
                 flush=True,
             )
         meta["elapsed"] = round(time.monotonic() - start, 1)
         write_reports(out, meta, results)
-    meta["state"] = "finished"
-    write_reports(out, meta, results)
-    return 1 if any(r.status in ("failed", "timeout") for r in results) else 0
 
 
 def _stop(signum: int, frame: Any) -> None:

@@ -102,7 +102,12 @@ def test_sections_run_in_turn_with_a_report_after_each(gc, tmp_path, monkeypatch
     def hanging(ctx, result):
         gc._finish(
             result,
-            gc.run_child(ctx, result, [sys.executable, "-c", "import time; time.sleep(60)"], result.budget),
+            gc.run_child(
+                ctx,
+                result,
+                [sys.executable, "-c", "import time; print('still going', flush=True); time.sleep(60)"],
+                result.budget,
+            ),
         )
 
     def broken(ctx, result):
@@ -128,6 +133,7 @@ def test_sections_run_in_turn_with_a_report_after_each(gc, tmp_path, monkeypatch
         ("three", "failed"),
     ]
     assert report["sections"][2]["reason"] == "RuntimeError: no device"
+    assert report["sections"][1]["log_tail"].startswith("still going")
     text = (tmp_path / "gpu-check.md").read_text()
     assert "# gpu-check: rehearsal" in text and "| one | passed |" in text and "3 passed" in text
 
