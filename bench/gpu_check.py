@@ -323,6 +323,11 @@ def conformance(backend: str) -> Callable[[Context, Result], None]:
         if backend != "cpu":
             cpu = _load_lane(ctx.out / "conformance-cpu.cases.json")
             result.summary.update(against_cpu(lane, cpu))
+            if "share_of_cpu" in result.summary:
+                # The bar: 97% of the cases the CPU passes, none failing (the rest refused at load).
+                result.summary["meets_97_percent"] = (
+                    result.summary["share_of_cpu"] >= 0.97 and not lane["failed_cases"]
+                )
             write_refusals(ctx.out / f"refusals-{backend}.md", backend, lane)
         # pytest exits 1 when a test failed; the lane's failures are in the summary.
         _finish(result, code, ok=not lane["failed_cases"])
@@ -444,8 +449,10 @@ def cuda_probe_section(ctx: Context, result: Result) -> None:
 
 
 def llm_decode_section(ctx: Context, result: Result) -> None:
-    """SmolLM2-135M decode tokens/s on each available GPU backend against transformers."""
-    names = available_gpus(ctx)
+    """SmolLM2-135M decode tokens/s on each available GPU backend against transformers. A
+    rehearsal decodes on the CPU backend instead: on software devices loading the model alone
+    outlasts its budget."""
+    names = ["cpu"] if ctx.rehearse else available_gpus(ctx)
     if not names:
         result.status, result.reason = "skipped", "no GPU backend is available here"
         return
@@ -565,6 +572,10 @@ def _one_line(section: dict[str, Any]) -> str:
         parts.append(
             f"{summary['passed_of_cpu']} of the CPU's {summary['cpu_passed']} ({summary['share_of_cpu']:.1%})"
         )
+        if "meets_97_percent" in summary:
+            parts.append(
+                "meets the 97% bar" if summary["meets_97_percent"] else "below the 97% bar or failing"
+            )
     return "; ".join(parts).replace("|", "/")
 
 

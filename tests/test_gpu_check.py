@@ -171,3 +171,24 @@ def test_the_cuda_probe_reports_why_it_did_not_run_without_cupy():
 def test_the_script_is_valid_bash():
     script = BENCH.parent / "scripts" / "gpu-check"
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+def test_a_conformance_lane_is_measured_against_the_cpu_lane(gc, tmp_path, monkeypatch):
+    def fake_pytest(ctx, result, command, limit, env=None):
+        junit = next(arg for arg in command if arg.startswith("--junitxml="))
+        Path(junit.removeprefix("--junitxml=")).write_text(JUNIT)
+        result.log = f"{result.name}.log"
+        (ctx.out / result.log).write_text("1 failed\n")
+        return 1 if "cuda" in command else 0  # pytest's status: 1 when a test failed
+
+    monkeypatch.setattr(gc, "run_child", fake_pytest)
+    ctx = context(gc, tmp_path)
+    ctx.availability = {"cuda": {"available": True, "device": "NVIDIA H200"}}
+    cpu, cuda = gc.Result("conformance-cpu", 5), gc.Result("conformance-cuda", 5)
+    gc.conformance("cpu")(ctx, cpu)
+    gc.conformance("cuda")(ctx, cuda)
+    assert cpu.status == "passed" and cpu.summary["passed_cases_count"] == 3
+    assert cuda.status == "failed" and cuda.reason == "1 cases failed"
+    assert cuda.summary["share_of_cpu"] == 0.3333 and cuda.summary["meets_97_percent"] is False
+    assert "- test_cast_X" in (tmp_path / "refusals-cuda.md").read_text()
+    assert "below the 97% bar" in gc._one_line(gc.asdict(cuda))
