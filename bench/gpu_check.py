@@ -17,6 +17,7 @@ unavailable are reported as skipped with the backend's own reason.
 
 Usage: python bench/gpu_check.py [--out DIR] [--rehearse] [--budget SECONDS] [--only NAME ...]
        python bench/gpu_check.py probe-cuda   (prints the CUDA probe's JSON; used by a section)
+       python bench/gpu_check.py render REPORT.json ...   (rewrites REPORT.md from it)
 """
 
 from __future__ import annotations
@@ -565,6 +566,9 @@ def markdown(document: dict[str, Any]) -> str:
 def _one_line(section: dict[str, Any]) -> str:
     summary = section.get("summary") or {}
     parts = [section["reason"]] if section.get("reason") else []
+    for name, state in (summary.get("backends") or {}).items():
+        if name in GPU_BACKENDS:
+            parts.append(f"{name}: {state.get('device') if state.get('available') else 'unavailable'}")
     counts = summary.get("counts")
     if counts:
         parts.append(", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items())))
@@ -681,6 +685,11 @@ def main(argv: list[str] | None = None) -> int:
         from gpu_probe import main as probe
 
         return probe(argv[1:])
+    if argv[:1] == ["render"]:  # the Markdown report again from a JSON report
+        for name in argv[1:]:
+            path = Path(name)
+            path.with_suffix(".md").write_text(markdown(json.loads(path.read_text())))
+        return 0
     if argv[:1] == ["llm-decode"]:
         from gpu_probe import llm_decode
 

@@ -136,6 +136,9 @@ def test_sections_run_in_turn_with_a_report_after_each(gc, tmp_path, monkeypatch
     assert report["sections"][1]["log_tail"].startswith("still going")
     text = (tmp_path / "gpu-check.md").read_text()
     assert "# gpu-check: rehearsal" in text and "| one | passed |" in text and "3 passed" in text
+    (tmp_path / "gpu-check.md").unlink()
+    assert gc.main(["render", str(tmp_path / "gpu-check.json")]) == 0
+    assert (tmp_path / "gpu-check.md").read_text() == text
 
 
 def test_sections_past_the_run_budget_are_skipped_with_the_reason(gc, tmp_path, monkeypatch):
