@@ -71,6 +71,38 @@ def _code(dtype: np.dtype) -> int | None:
     return _CODE_BY_DTYPE.get(dtype)
 
 
+#: Names numpy gives ml_dtypes' 4- and 2-bit integers, and its 8- and 4-bit floats. Kernels test a
+#: dtype by name against these: an array of one can only exist once ml_dtypes is imported, and
+#: naming them here keeps every module that only checks types from importing it.
+NARROW_INTEGER_NAMES = frozenset({"int4", "uint4", "int2", "uint2"})
+NARROW_FLOAT_NAMES = frozenset(
+    {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "float8_e8m0fnu"}
+)
+#: The 16-bit floats kernels compute in float32.
+HALF_FLOAT_NAMES = frozenset({"float16", "bfloat16"})
+_NUMPY_FLOATS = frozenset({"float16", "float32", "float64", "longdouble"})
+
+
+def iinfo(dtype: np.dtype) -> Any:
+    """The range of an integer type: numpy's, or ml_dtypes' for its 4- and 2-bit integers."""
+    dtype = np.dtype(dtype)
+    if dtype.name not in NARROW_INTEGER_NAMES:
+        return np.iinfo(dtype)
+    import ml_dtypes  # loaded already: an array of its types exists
+
+    return ml_dtypes.iinfo(dtype)
+
+
+def finfo(dtype: np.dtype) -> Any:
+    """The range of a float type: numpy's, or ml_dtypes' for bfloat16 and its narrow floats."""
+    dtype = np.dtype(dtype)
+    if dtype.name in _NUMPY_FLOATS:
+        return np.finfo(dtype)
+    import ml_dtypes  # loaded already: an array of its types exists
+
+    return ml_dtypes.finfo(dtype)
+
+
 def from_onnx(code: int) -> np.dtype:
     """The dtype of an ONNX ``TensorProto.DataType`` code."""
     if code >= 16:

@@ -189,7 +189,7 @@ def _gather_block_quantized(
     size = data.shape[axes[1]] * (8 // bits if packed and axes[1] == data.ndim - 1 else 1)
     picked = np.take(data, indices, axis=axes[0])
     values = (unpack_bits(picked, bits) if packed else picked).astype(np.float32)
-    if data.dtype not in NARROW_FLOATS:
+    if data.dtype.name not in NARROW_FLOATS:
         if zero_points is None:
             values -= np.float32(1 << (bits - 1) if data.dtype == np.uint8 else 0)
         else:

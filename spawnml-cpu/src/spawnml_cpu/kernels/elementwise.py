@@ -14,7 +14,6 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-import ml_dtypes
 import numpy as np
 from spawnml import dtypes
 from spawnml.backend import KernelContext
@@ -35,7 +34,7 @@ Compute = Callable[..., Array | np.generic]
 
 BOOL = np.dtype(np.bool_)
 FLOAT32 = np.dtype(np.float32)
-_NARROW_FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16))
+_NARROW_FLOATS = dtypes.HALF_FLOAT_NAMES
 
 
 @overload
@@ -46,7 +45,7 @@ def widen(x: None) -> None: ...
 def widen(x: Array | None) -> Array | None: ...
 def widen(x: Array | None) -> Array | None:
     """``x`` in the type to compute it in: float32 for narrower floats, else unchanged."""
-    return x.astype(FLOAT32) if x is not None and x.dtype in _NARROW_FLOATS else x
+    return x.astype(FLOAT32) if x is not None and x.dtype.name in _NARROW_FLOATS else x
 
 
 def finish(result: Any, dtype: np.dtype, inputs: tuple[Array | None, ...]) -> Array:
@@ -121,7 +120,7 @@ def _exact_direct(direct: DirectFor, out: int | np.dtype) -> Specializer:
         if any(known is None or known.dtype is None or known.shape is None for known in inputs):
             return None
         types = [known.dtype for known in inputs]
-        if any(dtype in _NARROW_FLOATS or not _numpy_number(dtype) for dtype in types):
+        if any(dtype.name in _NARROW_FLOATS or not _numpy_number(dtype) for dtype in types):
             return None
         if not any(len(known.shape) for known in inputs):
             return None
@@ -352,7 +351,7 @@ def _clamp(x: Array, low: Any, high: Any) -> Array:
 
 
 def _finite_range(dtype: np.dtype) -> tuple[Any, Any]:
-    info = np.iinfo(dtype) if dtype.kind in "iu" else ml_dtypes.finfo(dtype)
+    info = dtypes.iinfo(dtype) if dtype.kind in "iu" else dtypes.finfo(dtype)
     return info.min, info.max
 
 
@@ -491,20 +490,18 @@ _register("Where", _where, out=1)
 
 # Casts --------------------------------------------------------------------------------
 
-#: Every element type but float8e8m0 (code 24): ONNX rounds to it by the round_mode attribute
+#: The ONNX codes of every element type but float8e8m0 (24): ONNX rounds to it by the round_mode attribute
 #: (up by default), ml_dtypes to nearest.
-_CASTABLE = frozenset(
-    dtypes.from_onnx(code)
-    for code in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20, 21, 22, 23, 25, 26)
-)
+_CASTABLE = frozenset((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 18, 19, 20, 21, 22, 23, 25, 26))
 
 
 def _check_cast(node: Node, opset: int) -> str | None:
     try:
-        target = dtypes.from_onnx(int(node.attrs["to"]))
+        code = int(node.attrs["to"])
+        target = dtypes.from_onnx(code)
     except (InvalidArgumentError, KeyError, TypeError, ValueError):
         return f"to={node.attrs.get('to')!r} is not an element type code"
-    return None if target in _CASTABLE else f"casting to {dtypes.name(target)} is not implemented"
+    return None if code in _CASTABLE else f"casting to {dtypes.name(target)} is not implemented"
 
 
 def _format_float(value: float) -> str:

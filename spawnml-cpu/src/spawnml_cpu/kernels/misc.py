@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.backend import CheckFn, KernelContext
@@ -29,17 +28,17 @@ from .threads import blas_for
 
 #: Bits of the element types narrower than a byte (numpy stores each in one byte).
 _SUB_BYTE_BITS = {
-    np.dtype(ml_dtypes.int4): 4,
-    np.dtype(ml_dtypes.uint4): 4,
-    np.dtype(ml_dtypes.float4_e2m1fn): 4,
-    np.dtype(ml_dtypes.int2): 2,
-    np.dtype(ml_dtypes.uint2): 2,
+    "int4": 4,
+    "uint4": 4,
+    "float4_e2m1fn": 4,
+    "int2": 2,
+    "uint2": 2,
 }
-_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
+_FLOATS = frozenset({"float16", "float32", "float64", "bfloat16"})
 
 
-def _dtype_attr(attr: str, allowed: frozenset[np.dtype]) -> CheckFn:
-    """A check refusing nodes whose type attribute ``attr`` is set to a type not ``allowed``."""
+def _dtype_attr(attr: str, allowed: frozenset[str]) -> CheckFn:
+    """A check refusing nodes whose type attribute ``attr`` is set to a type not ``allowed`` (by name)."""
 
     def check(node: Node, opset: int) -> str | None:
         if attr not in node.attrs:
@@ -48,7 +47,7 @@ def _dtype_attr(attr: str, allowed: frozenset[np.dtype]) -> CheckFn:
             dtype = from_onnx(node.attrs[attr])
         except SpawnMLError as error:
             return str(error)
-        return None if dtype in allowed else f"{attr} {dtype} is not one of {sorted(map(str, allowed))}"
+        return None if dtype.name in allowed else f"{attr} {dtype} is not one of {sorted(allowed)}"
 
     return check
 
@@ -105,7 +104,7 @@ def lp_normalization(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 
 
 def _bits(dtype: np.dtype) -> int:
-    return _SUB_BYTE_BITS.get(dtype, dtype.itemsize * 8)
+    return _SUB_BYTE_BITS.get(dtype.name, dtype.itemsize * 8)
 
 
 def _bit_cast_target(node: Node, opset: int) -> str | None:
@@ -198,7 +197,7 @@ def _register_random(name: str) -> None:
 
     def generate_like(ctx: KernelContext, like: np.ndarray) -> np.ndarray:
         dtype = _like_dtype(ctx, like)
-        if dtype not in _FLOATS:
+        if dtype.name not in _FLOATS:
             raise ValueError(f"{name}Like draws floating-point values, not {dtype}; set its dtype")
         return draw(_generator(ctx), ctx.attrs, like.shape).astype(dtype)
 
@@ -211,11 +210,7 @@ for _name in _DRAWS:
 
 
 _BERNOULLI_TYPES = (
-    frozenset(
-        np.dtype(t)
-        for t in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64, np.bool_)
-    )
-    | _FLOATS
+    frozenset({"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "bool"}) | _FLOATS
 )
 
 
@@ -225,7 +220,7 @@ def bernoulli(ctx: KernelContext, p: np.ndarray) -> np.ndarray:
     return drawn.astype(_like_dtype(ctx, p))
 
 
-_sample_dtype = _dtype_attr("dtype", frozenset({np.dtype(np.int32), np.dtype(np.int64)}))
+_sample_dtype = _dtype_attr("dtype", frozenset({"int32", "int64"}))
 
 
 def _multinomial_check(node: Node, opset: int) -> str | None:

@@ -17,21 +17,19 @@ follows the same rules:
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+from spawnml.dtypes import NARROW_INTEGER_NAMES, iinfo
 from spawnml.kernel.library.narrow import FORMATS
 
 #: The 4- and 2-bit integer types.
-NARROW_INTEGERS = frozenset(
-    np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
-)
+NARROW_INTEGERS = NARROW_INTEGER_NAMES
 #: The 8- and 4-bit float types Cast rounds to (all but float8e8m0).
-NARROW_FLOATS = frozenset(np.dtype(getattr(ml_dtypes, name)) for name in FORMATS)
+NARROW_FLOATS = frozenset(FORMATS)
 
 
 def _is_float(dtype: np.dtype) -> bool:
     """Whether ``dtype``'s values convert to float64 exactly (strings are parsed as numbers)."""
-    return dtype.kind in "fO" or dtype.name in FORMATS or dtype == ml_dtypes.bfloat16
+    return dtype.kind in "fO" or dtype.name in FORMATS or dtype.name == "bfloat16"
 
 
 def to_narrow_float(x: np.ndarray, target: np.dtype, saturate: bool) -> np.ndarray:
@@ -61,7 +59,7 @@ def to_narrow_float(x: np.ndarray, target: np.dtype, saturate: bool) -> np.ndarr
 
 def to_narrow_integer(x: np.ndarray, target: np.dtype) -> np.ndarray:
     """``x``'s low bits as the 4- or 2-bit integer ``target``, floats rounded half to even first."""
-    info = ml_dtypes.iinfo(target)
+    info = iinfo(target)
     count = 2**info.bits
     if not _is_float(x.dtype):
         # Integers and bool: the low bits of two's complement, which int64 (wrapping uint64) keeps.
@@ -80,8 +78,8 @@ def to_narrow_integer(x: np.ndarray, target: np.dtype) -> np.ndarray:
 def to_narrow(x: np.ndarray, target: np.dtype, saturate: bool) -> np.ndarray | None:
     """``x`` cast to ``target`` when it is an 8- or 4-bit float or a 4- or 2-bit integer, else None."""
     target = np.dtype(target)
-    if target in NARROW_FLOATS:
+    if target.name in NARROW_FLOATS:
         return to_narrow_float(x, target, saturate)
-    if target in NARROW_INTEGERS:
+    if target.name in NARROW_INTEGERS:
         return to_narrow_integer(x, target)
     return None

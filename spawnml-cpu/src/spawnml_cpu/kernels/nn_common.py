@@ -8,20 +8,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from spawnml.dtypes import HALF_FLOAT_NAMES
 from spawnml.ops.shapes import sliding_windows, window_attrs
 
 from .threads import blas_for, one_blas_thread
 
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
-_WIDENED = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+_WIDENED = HALF_FLOAT_NAMES
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """The type to compute in for inputs of ``dtype`` (float32 for 16-bit floats)."""
-    return np.dtype(np.float32) if dtype in _WIDENED else dtype
+    return np.dtype(np.float32) if dtype.name in _WIDENED else dtype
 
 
 def widen(array: np.ndarray) -> np.ndarray:

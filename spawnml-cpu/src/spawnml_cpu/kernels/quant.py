@@ -7,10 +7,9 @@ every sum of fewer than 2**37 of them is exact in float64, so the int32 result i
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 from spawnml.backend import KernelContext
-from spawnml.dtypes import from_onnx
+from spawnml.dtypes import NARROW_INTEGER_NAMES, finfo, from_onnx, iinfo
 from spawnml.ir import Node
 from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
@@ -21,26 +20,24 @@ from .narrow import NARROW_FLOATS, to_narrow_float, to_narrow_integer
 from .nn_common import compute_dtype, per_channel
 from .table import KERNELS
 
-_SMALL_INTEGERS = frozenset(
-    np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
-)
+_SMALL_INTEGERS = NARROW_INTEGER_NAMES
 
 
 def is_integer(dtype: np.dtype) -> bool:
-    return np.issubdtype(dtype, np.integer) or dtype in _SMALL_INTEGERS
+    return np.issubdtype(dtype, np.integer) or dtype.name in _SMALL_INTEGERS
 
 
 def saturate(values: np.ndarray, dtype: np.dtype, clip: bool = True) -> np.ndarray:
     """Real values rounded (half to even) and clipped into ``dtype``'s range, or cast to an 8- or
     4-bit float as Cast does, saturating to its finite range when ``clip``."""
     if is_integer(dtype):
-        info = ml_dtypes.iinfo(dtype)
+        info = iinfo(dtype)
         values = np.clip(np.rint(values), info.min, info.max)
-        return to_narrow_integer(values, dtype) if dtype in _SMALL_INTEGERS else values.astype(dtype)
-    if dtype in NARROW_FLOATS:
+        return to_narrow_integer(values, dtype) if dtype.name in _SMALL_INTEGERS else values.astype(dtype)
+    if dtype.name in NARROW_FLOATS:
         return to_narrow_float(values, dtype, clip)
     if clip:
-        limit = float(ml_dtypes.finfo(dtype).max)
+        limit = float(finfo(dtype).max)
         values = np.clip(values, -limit, limit)
     return values.astype(dtype)
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 from spawnml.backend import KernelContext
+from spawnml.dtypes import iinfo
 from spawnml.ir import Node
 from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
@@ -56,7 +56,7 @@ def requantize(accumulated: Array, scale: Array | np.float32, zero_point: Array)
 
 def _every_value(dtype: np.dtype) -> Array:
     """Every value of an 8-bit integer type, from its lowest."""
-    info = ml_dtypes.iinfo(dtype)
+    info = iinfo(dtype)
     return np.arange(info.min, info.max + 1).astype(dtype)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
 from spawnml.dtypes import from_onnx
@@ -27,11 +26,8 @@ WINDOW_COEFFICIENTS: dict[str, tuple[float, ...]] = {
 }
 #: Element types the generators may produce.
 _NUMERIC = frozenset(
-    np.dtype(t)
-    for t in (
-        *(np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64),
-        *(np.float16, np.float32, np.float64, ml_dtypes.bfloat16),
-    )
+    {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"}
+    | {"float16", "float32", "float64", "bfloat16"}
 )
 #: The complex transforms by ``(inverse, onesided)``; the one-sided inverse is real.
 _TRANSFORMS = {(False, False): np.fft.fft, (True, False): np.fft.ifft, (False, True): np.fft.rfft}
@@ -68,7 +64,7 @@ def _numeric_output(node: Node, opset: int) -> str | None:
         dtype = from_onnx(code)
     except SpawnMLError as error:
         return str(error)
-    return None if dtype in _NUMERIC else f"output_datatype {dtype} is not a numeric type"
+    return None if dtype.name in _NUMERIC else f"output_datatype {dtype} is not a numeric type"
 
 
 # ---------------------------------------------------------------------------- transforms

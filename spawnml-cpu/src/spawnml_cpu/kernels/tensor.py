@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 from spawnml.backend import CheckFn, KernelContext
-from spawnml.dtypes import from_onnx
+from spawnml.dtypes import HALF_FLOAT_NAMES, from_onnx
 from spawnml.ops.defs.tensor import constant_value, einsum_terms, range_length
 from spawnml.ops.shapes import as_text
 
@@ -455,7 +454,7 @@ def range_(ctx: KernelContext, start: np.ndarray, limit: np.ndarray, delta: np.n
     if delta == 0:
         raise ValueError("Range delta cannot be 0")
     count = range_length(start, limit, delta)
-    work = np.float32 if start.dtype in (np.float16, ml_dtypes.bfloat16) else start.dtype
+    work = np.float32 if start.dtype.name in HALF_FLOAT_NAMES else start.dtype
     steps = np.arange(count, dtype=work) * delta.astype(work)
     return (start.astype(work) + steps).astype(start.dtype)
 
