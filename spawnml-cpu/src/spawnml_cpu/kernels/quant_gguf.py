@@ -36,75 +36,75 @@ ROW_CHUNK = 4096
 PACKED_PRODUCT_ROWS = 8
 
 
-def _half(blocks: Array, start: int) -> Array:
+def half_at(blocks: Array, start: int) -> Array:
     """The float16 at byte ``start`` of each block, as float32 ``[n, 1]``."""
     return blocks[:, start : start + 2].copy().view(np.float16).astype(np.float32)
 
 
-def _nibbles(packed: Array) -> Array:
+def nibbles(packed: Array) -> Array:
     """Low nibbles of every byte, then the high nibbles: ``[..., k] -> [..., 2k]``."""
     return np.concatenate([packed & np.uint8(0x0F), packed >> np.uint8(4)], axis=-1)
 
 
-def _planes(packed: Array, bits: int) -> Array:
+def bit_planes(packed: Array, bits: int) -> Array:
     """``bits``-wide fields of every byte, lowest field first, each field plane whole:
     ``[..., k] -> [..., 8 / bits, k]``."""
     shifts = np.arange(0, 8, bits, dtype=np.uint8)[:, None]
     return (packed[..., None, :] >> shifts) & np.uint8((1 << bits) - 1)
 
 
-def _high_bits_32(blocks: Array, start: int) -> Array:
+def high_bits_32(blocks: Array, start: int) -> Array:
     """The 32 single bits of the little-endian uint32 at byte ``start``, bit ``i`` for element ``i``."""
-    return _planes(blocks[:, start : start + 4], 1).transpose(0, 2, 1).reshape(-1, 32)
+    return bit_planes(blocks[:, start : start + 4], 1).transpose(0, 2, 1).reshape(-1, 32)
 
 
 def _q4_0(blocks: Array) -> Array:
-    q = _nibbles(blocks[:, 2:18]).astype(np.int8) - np.int8(8)
-    return _half(blocks, 0) * q.astype(np.float32)
+    q = nibbles(blocks[:, 2:18]).astype(np.int8) - np.int8(8)
+    return half_at(blocks, 0) * q.astype(np.float32)
 
 
 def _q4_1(blocks: Array) -> Array:
-    q = _nibbles(blocks[:, 4:20]).astype(np.float32)
-    return _half(blocks, 0) * q + _half(blocks, 2)
+    q = nibbles(blocks[:, 4:20]).astype(np.float32)
+    return half_at(blocks, 0) * q + half_at(blocks, 2)
 
 
 def _q5_0(blocks: Array) -> Array:
-    q = _nibbles(blocks[:, 6:22]) | (_high_bits_32(blocks, 2) << np.uint8(4))
-    return _half(blocks, 0) * (q.astype(np.int8) - np.int8(16)).astype(np.float32)
+    q = nibbles(blocks[:, 6:22]) | (high_bits_32(blocks, 2) << np.uint8(4))
+    return half_at(blocks, 0) * (q.astype(np.int8) - np.int8(16)).astype(np.float32)
 
 
 def _q5_1(blocks: Array) -> Array:
-    q = _nibbles(blocks[:, 8:24]) | (_high_bits_32(blocks, 4) << np.uint8(4))
-    return _half(blocks, 0) * q.astype(np.float32) + _half(blocks, 2)
+    q = nibbles(blocks[:, 8:24]) | (high_bits_32(blocks, 4) << np.uint8(4))
+    return half_at(blocks, 0) * q.astype(np.float32) + half_at(blocks, 2)
 
 
 def _q8_0(blocks: Array) -> Array:
-    return blocks[:, 2:34].view(np.int8).astype(np.float32) * _half(blocks, 0)
+    return blocks[:, 2:34].view(np.int8).astype(np.float32) * half_at(blocks, 0)
 
 
 def _q2_k(blocks: Array) -> Array:
     n = len(blocks)
     scales = blocks[:, :16]
-    d, dmin = _half(blocks, 80), _half(blocks, 82)
+    d, dmin = half_at(blocks, 80), half_at(blocks, 82)
     step = (d * (scales & np.uint8(0x0F)).astype(np.float32))[..., None]
     low = (dmin * (scales >> np.uint8(4)).astype(np.float32))[..., None]
-    q = _planes(blocks[:, 16:80].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.float32)
+    q = bit_planes(blocks[:, 16:80].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.float32)
     return (step * q - low).reshape(n, QK_K)
 
 
 def _q3_k(blocks: Array) -> Array:
     n = len(blocks)
     packed = blocks[:, 96:108]
-    low = _nibbles(packed[:, :8])
-    high = _planes(packed[:, 8:12], 2).reshape(n, 16)
+    low = nibbles(packed[:, :8])
+    high = bit_planes(packed[:, 8:12], 2).reshape(n, 16)
     scales = ((low | (high << np.uint8(4))).astype(np.int8) - np.int8(32)).astype(np.float32)
-    step = (_half(blocks, 108) * scales)[..., None]
-    q = _planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16)
-    missing = (_planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
+    step = (half_at(blocks, 108) * scales)[..., None]
+    q = bit_planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16)
+    missing = (bit_planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
     return (step * (q.astype(np.int8) - missing.astype(np.int8)).astype(np.float32)).reshape(n, QK_K)
 
 
-def _k_scales(packed: Array) -> tuple[Array, Array]:
+def k_scales(packed: Array) -> tuple[Array, Array]:
     """The eight 6-bit scales and mins of a Q4_K / Q5_K super-block, from 12 bytes."""
     first, second, rest = packed[:, 0:4], packed[:, 4:8], packed[:, 8:12]
     six = np.uint8(0x3F)
@@ -119,27 +119,27 @@ def _k_scales(packed: Array) -> tuple[Array, Array]:
 
 def _k_dequantize(blocks: Array, q: Array) -> Array:
     """``d * scale * q - dmin * min`` per 32-element sub-block of a Q4_K / Q5_K super-block."""
-    scales, mins = _k_scales(blocks[:, 4:16])
-    step = (_half(blocks, 0) * scales)[..., None]
-    low = (_half(blocks, 2) * mins)[..., None]
+    scales, mins = k_scales(blocks[:, 4:16])
+    step = (half_at(blocks, 0) * scales)[..., None]
+    low = (half_at(blocks, 2) * mins)[..., None]
     return (step * q.astype(np.float32) - low).reshape(len(blocks), QK_K)
 
 
 def _q4_k(blocks: Array) -> Array:
-    return _k_dequantize(blocks, _nibbles(blocks[:, 16:144].reshape(-1, 4, 32)).reshape(-1, 8, 32))
+    return _k_dequantize(blocks, nibbles(blocks[:, 16:144].reshape(-1, 4, 32)).reshape(-1, 8, 32))
 
 
 def _q5_k(blocks: Array) -> Array:
-    low = _nibbles(blocks[:, 48:176].reshape(-1, 4, 32)).reshape(-1, 8, 32)
-    return _k_dequantize(blocks, low | (_planes(blocks[:, 16:48], 1) << np.uint8(4)))
+    low = nibbles(blocks[:, 48:176].reshape(-1, 4, 32)).reshape(-1, 8, 32)
+    return _k_dequantize(blocks, low | (bit_planes(blocks[:, 16:48], 1) << np.uint8(4)))
 
 
 def _q6_k(blocks: Array) -> Array:
     n = len(blocks)
-    low = _nibbles(blocks[:, :128].reshape(n, 2, 64))
-    high = _planes(blocks[:, 128:192].reshape(n, 2, 32), 2).reshape(n, 2, 128)
+    low = nibbles(blocks[:, :128].reshape(n, 2, 64))
+    high = bit_planes(blocks[:, 128:192].reshape(n, 2, 32), 2).reshape(n, 2, 128)
     q = ((low | (high << np.uint8(4))).astype(np.int8) - np.int8(32)).astype(np.float32)
-    step = (_half(blocks, 208) * blocks[:, 192:208].view(np.int8).astype(np.float32))[..., None]
+    step = (half_at(blocks, 208) * blocks[:, 192:208].view(np.int8).astype(np.float32))[..., None]
     return (step * q.reshape(n, 16, 16)).reshape(n, QK_K)
 
 

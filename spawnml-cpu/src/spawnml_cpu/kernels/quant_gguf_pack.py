@@ -72,9 +72,9 @@ class _Parts(NamedTuple):
 
 def _zero_offset(blocks: Array, start: int, nibble_bytes: int, high: int | None) -> Array:
     """Quants of a 32-element block type: nibbles at ``start``, fifth bits at ``high``."""
-    quants = q._nibbles(blocks[:, start : start + nibble_bytes])
+    quants = q.nibbles(blocks[:, start : start + nibble_bytes])
     if high is not None:
-        quants |= q._high_bits_32(blocks, high) << np.uint8(4)
+        quants |= q.high_bits_32(blocks, high) << np.uint8(4)
     return quants[:, None, :]
 
 
@@ -82,40 +82,40 @@ def _parts(blocks: Array, quant_type: str) -> _Parts:
     """The quants and per-sub-block scales of ``blocks`` ``[n, block_bytes]``, ``n`` blocks in a row
     of sub-blocks (each block is one sub-block of 32, or 8 or 16 for the K-quants)."""
     if quant_type == "Q4_0":
-        return _Parts(_zero_offset(blocks, 2, 16, None), q._half(blocks, 0), None)
+        return _Parts(_zero_offset(blocks, 2, 16, None), q.half_at(blocks, 0), None)
     if quant_type == "Q4_1":
-        return _Parts(_zero_offset(blocks, 4, 16, None), q._half(blocks, 0), q._half(blocks, 2))
+        return _Parts(_zero_offset(blocks, 4, 16, None), q.half_at(blocks, 0), q.half_at(blocks, 2))
     if quant_type == "Q5_0":
-        return _Parts(_zero_offset(blocks, 6, 16, 2), q._half(blocks, 0), None)
+        return _Parts(_zero_offset(blocks, 6, 16, 2), q.half_at(blocks, 0), None)
     if quant_type == "Q5_1":
-        return _Parts(_zero_offset(blocks, 8, 16, 4), q._half(blocks, 0), q._half(blocks, 2))
+        return _Parts(_zero_offset(blocks, 8, 16, 4), q.half_at(blocks, 0), q.half_at(blocks, 2))
     if quant_type == "Q8_0":
-        return _Parts(blocks[:, None, 2:34].view(np.int8), q._half(blocks, 0), None)
+        return _Parts(blocks[:, None, 2:34].view(np.int8), q.half_at(blocks, 0), None)
     n = len(blocks)
     if quant_type in ("Q4_K", "Q5_K"):
-        scales, mins = q._k_scales(blocks[:, 4:16])
+        scales, mins = q.k_scales(blocks[:, 4:16])
         nibbles = blocks[:, 16:144] if quant_type == "Q4_K" else blocks[:, 48:176]
-        quants = q._nibbles(nibbles.reshape(n, 4, 32)).reshape(n, 8, 32)
+        quants = q.nibbles(nibbles.reshape(n, 4, 32)).reshape(n, 8, 32)
         if quant_type == "Q5_K":
-            quants |= q._planes(blocks[:, 16:48], 1) << np.uint8(4)
-        return _Parts(quants, q._half(blocks, 0) * scales, -(q._half(blocks, 2) * mins))
+            quants |= q.bit_planes(blocks[:, 16:48], 1) << np.uint8(4)
+        return _Parts(quants, q.half_at(blocks, 0) * scales, -(q.half_at(blocks, 2) * mins))
     if quant_type == "Q6_K":
-        low = q._nibbles(blocks[:, :128].reshape(n, 2, 64))
-        high = q._planes(blocks[:, 128:192].reshape(n, 2, 32), 2).reshape(n, 2, 128)
+        low = q.nibbles(blocks[:, :128].reshape(n, 2, 64))
+        high = q.bit_planes(blocks[:, 128:192].reshape(n, 2, 32), 2).reshape(n, 2, 128)
         quants = ((low | (high << np.uint8(4))).astype(np.int8) - np.int8(32)).reshape(n, 16, 16)
-        return _Parts(quants, q._half(blocks, 208) * blocks[:, 192:208].view(np.int8), None)
+        return _Parts(quants, q.half_at(blocks, 208) * blocks[:, 192:208].view(np.int8), None)
     if quant_type == "Q2_K":
         scales = blocks[:, :16]
-        quants = q._planes(blocks[:, 16:80].reshape(n, 2, 32), 2).reshape(n, 16, 16).view(np.int8)
-        step = q._half(blocks, 80) * (scales & np.uint8(0x0F))
-        return _Parts(quants, step, -(q._half(blocks, 82) * (scales >> np.uint8(4))))
+        quants = q.bit_planes(blocks[:, 16:80].reshape(n, 2, 32), 2).reshape(n, 16, 16).view(np.int8)
+        step = q.half_at(blocks, 80) * (scales & np.uint8(0x0F))
+        return _Parts(quants, step, -(q.half_at(blocks, 82) * (scales >> np.uint8(4))))
     if quant_type == "Q3_K":
         packed = blocks[:, 96:108]
-        scale_high = q._planes(packed[:, 8:12], 2).reshape(n, 16)
-        scales = (q._nibbles(packed[:, :8]) | (scale_high << np.uint8(4))).astype(np.int8) - np.int8(32)
-        quants = q._planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.int8)
-        missing = (q._planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
-        return _Parts(quants - missing.astype(np.int8), q._half(blocks, 108) * scales, None)
+        scale_high = q.bit_planes(packed[:, 8:12], 2).reshape(n, 16)
+        scales = (q.nibbles(packed[:, :8]) | (scale_high << np.uint8(4))).astype(np.int8) - np.int8(32)
+        quants = q.bit_planes(blocks[:, 32:96].reshape(n, 2, 32), 2).reshape(n, 16, 16).astype(np.int8)
+        missing = (q.bit_planes(blocks[:, :32], 1).reshape(n, 16, 16) ^ np.uint8(1)) << np.uint8(2)
+        return _Parts(quants - missing.astype(np.int8), q.half_at(blocks, 108) * scales, None)
     raise ValueError(f"{quant_type} weights are not repacked; the packed types are {list(PACKED_TYPES)}")
 
 
