@@ -4,7 +4,8 @@ A :class:`Graph` is a list of :class:`Node` objects in any order, wired by value
 with typed :class:`Value` inputs and outputs, constant ``initializers`` held as numpy
 arrays, and the operator-set versions it was written against. Control-flow operators
 (If, Loop, Scan) carry their bodies as :class:`Graph` attributes; a body may read names
-of the graphs that enclose it.
+of the graphs that enclose it. A stateful graph declares its :class:`State`: values a
+session keeps between runs, read from a graph input and written to a graph output.
 """
 
 from __future__ import annotations
@@ -83,6 +84,20 @@ class Node:
         return self.name or f"{self.op_type}->{self.outputs[0] if self.outputs else '?'}"
 
 
+@dataclass(frozen=True)
+class State:
+    """A value a session keeps between runs (a TFLite resource variable, a recurrent state).
+
+    Each run reads it from the graph input ``input`` and writes its next value to the graph
+    output ``output``; the first run after loading (or after a reset) reads ``initial``.
+    """
+
+    name: str
+    input: str
+    output: str
+    initial: np.ndarray
+
+
 @dataclass
 class Graph:
     """A computation: nodes, typed inputs and outputs, initializers and opset imports."""
@@ -95,6 +110,8 @@ class Graph:
     opset_imports: dict[str, int] = field(default_factory=dict)
     name: str = "graph"
     metadata: dict[str, str] = field(default_factory=dict)
+    #: State kept between runs; its inputs and outputs are among ``inputs`` and ``outputs``.
+    states: list[State] = field(default_factory=list)
     #: Whether :meth:`free_names` keeps its answer, and the answer kept (see :meth:`remember_free_names`).
     _remember: bool = field(default=False, init=False, repr=False, compare=False)
     _free_names: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,13 @@ class InferenceSession:
     ``providers`` is a priority list of backend names (``["webgpu", "cpu"]``); each node
     runs on the first provider that supports it. The default is ``["cpu"]``.
     :meth:`close` (or leaving a ``with`` block) frees the session's device memory.
+
+    A stateful model (one whose graph declares :class:`~spawnml.ir.State`, such as a streaming
+    TFLite model with resource variables) keeps its state in the session: the state's inputs
+    and outputs are hidden from :meth:`get_inputs` and :meth:`get_outputs`, each run reads the
+    state the previous successful run left (a failed run leaves it as it was), and
+    :meth:`reset_state` starts a new stream. Runs of a stateful session are serialised, one
+    at a time, since each depends on the one before; stateless sessions run concurrently.
     """
 
     def __init__(
@@ -105,6 +114,12 @@ class InferenceSession:
             save_onnx(self._graph, Path(options.optimized_model_filepath))
         self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
+        self._states = {state.input: state for state in self._graph.states}
+        self._state_outputs = {state.output for state in self._graph.states}
+        #: What each state input reads on the next run: a host array or a device tensor.
+        self._state: dict[str, np.ndarray | Tensor] = {}
+        self._state_lock: AbstractContextManager[Any] = threading.Lock() if self._states else nullcontext()
+        self.reset_state()
         self._required = [arg.name for arg in self.get_inputs()]  # checked on every run
         #: The last feeds that passed every check, as :func:`_host_signature` gives them: feeds
         #: with the same names, types and shapes pass again without the checks.
@@ -134,13 +149,23 @@ class InferenceSession:
 
     # -- onnxruntime's API -------------------------------------------------------------
     def get_inputs(self) -> list[NodeArg]:
-        """The inputs a caller feeds (inputs with an initializer default are optional)."""
-        return [
-            _node_arg(value) for value in self._graph.inputs if value.name not in self._graph.initializers
-        ]
+        """The inputs a caller feeds (inputs with an initializer default are optional; the
+        session feeds its state itself)."""
+        hidden = self._graph.initializers.keys() | self._states.keys()
+        return [_node_arg(value) for value in self._graph.inputs if value.name not in hidden]
 
     def get_outputs(self) -> list[NodeArg]:
-        return [_node_arg(value) for value in self._graph.outputs]
+        """The outputs a run returns (the next state stays in the session)."""
+        return [_node_arg(value) for value in self._graph.outputs if value.name not in self._state_outputs]
+
+    def reset_state(self) -> None:
+        """Start a new stream: the next run reads the state's initial values.
+
+        SpawnML's addition to onnxruntime's API; a session without state has nothing to reset.
+        Waits for a run in progress to finish.
+        """
+        with self._state_lock:
+            self._state = {name: state.initial for name, state in self._states.items()}
 
     def get_providers(self) -> list[str]:
         return [backend.name for backend in self._providers]
@@ -202,11 +227,23 @@ class InferenceSession:
     def _run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Output]:
         plan = self._open_plan()
         names = self._output_names(output_names)
-        placed = self._check_feeds(input_feed)
-        # bounds the work of this run (Loop iterations), and its threads
-        with limits_for_runs(self._limits), intra_op(self._threads):
-            results = plan.run(placed, names)
-        return [_output(buffer, backend) for buffer, backend in results]
+        fed = [name for name in input_feed if name in self._states]
+        if fed:
+            raise InvalidFeedError(
+                f"input(s) {fed} hold the model's state, which the session feeds itself; "
+                "call reset_state() to start a new stream"
+            )
+        with self._state_lock:
+            placed = self._check_feeds({**input_feed, **self._state})
+            next_state = [state.output for state in self._states.values()]
+            # bounds the work of this run (Loop iterations), and its threads
+            with limits_for_runs(self._limits), intra_op(self._threads):
+                results = [
+                    _output(buffer, backend) for buffer, backend in plan.run(placed, names + next_state)
+                ]
+            if next_state:
+                self._state = dict(zip(self._states, _state_tensors(results[len(names) :]), strict=True))
+        return results[: len(names)]
 
     # -- introspection ----------------------------------------------------------------------
     @property
@@ -235,7 +272,7 @@ class InferenceSession:
         return self._plan
 
     def _output_names(self, output_names: Sequence[str] | None) -> list[str]:
-        declared = [value.name for value in self._graph.outputs]
+        declared = [arg.name for arg in self.get_outputs()]
         if not output_names:
             return declared
         unknown = [name for name in output_names if name not in declared]
@@ -371,6 +408,14 @@ def _type_string(value: Value) -> str:
 def _content(value: Value) -> Value:
     """What a sequence or optional holds, under the container's name (unknown if undeclared)."""
     return Value(value.name) if value.element is None else replace(value.element, name=value.name)
+
+
+def _state_tensors(outputs: list[Output]) -> list[Tensor]:
+    """The next state, as a run returned it (state is made of tensors)."""
+    tensors = [output for output in outputs if isinstance(output, Tensor)]
+    if len(tensors) != len(outputs):
+        raise InvalidArgumentError("a state output of the model is not a tensor")
+    return tensors
 
 
 def _output(buffer: Any, backend: Backend) -> Output:
