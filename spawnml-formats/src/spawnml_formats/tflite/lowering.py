@@ -25,11 +25,13 @@ from spawnml.ir import Graph, Value
 
 from .reader import TFLiteModel, int_vector
 from .tensors import TensorInfo, constant, tensor_info
+from .variables import Variables
 
 OPSET = 18
 DOMAIN = "tflite"
 TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
-#: Operators that run other subgraphs (kept as tflite nodes, so sessions refuse them by name).
+#: Operators that run other subgraphs (CALL_ONCE is evaluated at load, the others are kept
+#: as tflite nodes, so sessions refuse them by name).
 CONTROL_FLOW = {"IF", "WHILE", "CALL_ONCE", "CALL"}
 
 
@@ -44,6 +46,7 @@ class Lowering(GraphBuilder):
         self._constants: dict[int, np.ndarray | None] = {}
         self._names: dict[int, str] = {}
         self._floats: dict[int, str] = {}
+        self.variables = Variables()
 
     # -- tensors -----------------------------------------------------------------------------
 
@@ -162,6 +165,7 @@ class Lowering(GraphBuilder):
             if name in self.graph.initializers or any(value.name == name for value in self.graph.inputs):
                 name = self.emit("Identity", [name])
             self.graph.outputs.append(self.io_value(index, name))
+        self.variables.declare(self)
         return self.graph
 
 

@@ -18,6 +18,7 @@ import tflite
 from spawnml import ModelLoadError
 from spawnml.dtypes import to_onnx
 
+from . import variables
 from .lowering import DOMAIN, Lowering
 from .reader import int_vector
 
@@ -296,6 +297,50 @@ def fully_connected(lw: Lowering, op: Op) -> None:
     lw.define(op.y, result)
 
 
+#: Slice ends that ai.onnx clamps to the first or last element of an axis.
+_INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def strided_slice(lw: Lowering, op: Op) -> None:
+    options = op.typed_options(tflite.StridedSliceOptions)
+    if options.EllipsisMask() or options.NewAxisMask():
+        raise NotExpressible("strided slice with an ellipsis or new axes")
+    begin, end = (_constant_ints(lw, op.input(i), what) for i, what in ((1, "begin"), (2, "end")))
+    steps = _constant_ints(lw, op.input(3), "strides")
+    shrunk = []
+    for axis, step in enumerate(steps):
+        bit = 1 << axis
+        if options.Offset():
+            end[axis] += begin[axis]
+        if options.ShrinkAxisMask() & bit:
+            if options.BeginMask() & bit:
+                raise NotExpressible("strided slice shrinking an axis it also begins at the edge")
+            # begin -1 takes the last element: an end of 0 would take none
+            end[axis] = begin[axis] + 1 if begin[axis] != -1 else _INT64_MAX
+            shrunk.append(axis)
+            continue
+        if options.BeginMask() & bit:
+            begin[axis] = 0 if step > 0 else _INT64_MAX
+        if options.EndMask() & bit:
+            end[axis] = _INT64_MAX if step > 0 else _INT64_MIN
+    inputs = [lw.value(op.x), lw.ints(begin, "starts"), lw.ints(end, "ends")]
+    sliced = lw.emit("Slice", [*inputs, lw.ints(np.arange(steps.size), "axes"), lw.ints(steps, "steps")])
+    if shrunk:
+        sliced = lw.emit("Squeeze", [sliced, lw.ints(shrunk, "axes")])
+    lw.define(op.y, sliced)
+
+
+def split_v(lw: Lowering, op: Op) -> None:
+    sizes = _constant_ints(lw, op.input(1), "split sizes")
+    axis = int(_constant_ints(lw, op.input(2), "axis").reshape(-1)[0])
+    if np.any(sizes < 0):  # at most one -1: whatever the others leave of the axis
+        sizes[sizes < 0] = lw.info(op.x).shape[axis] - sizes[sizes >= 0].sum()
+    outputs = [lw.fresh(lw.info(index).name) for index in op.outputs]
+    lw.add_node("Split", [lw.value(op.x), lw.ints(sizes, "split")], outputs, {"axis": axis})
+    for index, output in zip(op.outputs, outputs, strict=True):
+        lw.define(index, output)
+
+
 def _reduce(op_type: str) -> Callable[[Lowering, Op], None]:
     def reduce(lw: Lowering, op: Op) -> None:
         axes = lw.ints(_constant_ints(lw, op.input(1), "axes").reshape(-1), "axes")
@@ -375,7 +420,15 @@ LOWERINGS: dict[str, Callable[[Lowering, Op], None]] = {
     "DEQUANTIZE": dequantize,
     "QUANTIZE": quantize,
     "DENSIFY": densify,
+    "STRIDED_SLICE": strided_slice,
+    "SPLIT_V": split_v,
+    "VAR_HANDLE": variables.var_handle,
+    "READ_VARIABLE": variables.read_variable,
+    "ASSIGN_VARIABLE": variables.assign_variable,
+    "CALL_ONCE": variables.call_once,
 }
+#: Lowerings of operators that write no tensor (the others need an output to define).
+WITHOUT_OUTPUTS = {"ASSIGN_VARIABLE", "CALL_ONCE"}
 
 
 def lower_operator(lw: Lowering, operator: tflite.Operator, name: str) -> None:
@@ -388,7 +441,7 @@ def lower_operator(lw: Lowering, operator: tflite.Operator, name: str) -> None:
     outputs = [lw.parsed.index("operator output", i, count) for i in _indices(lw, operator.OutputsAsNumpy())]
     op = Op(name, inputs, outputs, operator)
     lowering = LOWERINGS.get(name)
-    if lowering is not None and outputs:
+    if lowering is not None and (outputs or name in WITHOUT_OUTPUTS):
         mark = lw.checkpoint()
         try:
             lowering(lw, op)
