@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +29,7 @@ from .errors import (
 from .formats import load
 from .limits import Limits
 from .session import InferenceSession, NodeArg, SessionOptions
+from .version import __version__
 
 # The imports above bound the ``spawnml.tensor`` submodule; the public name is the function.
 del globals()["tensor"]

@@ -52,7 +52,7 @@ from .autograd.functions.indexing import (
     scatter_add,
 )
 from .autograd.functions.linalg import matmul, mm
-from .autograd.functions.movement import expand, flatten, permute, reshape, squeeze, t, transpose, unsqueeze
+from .autograd.functions.movement import flatten, permute, reshape, squeeze, t, transpose, unsqueeze
 from .autograd.functions.pointwise import (
     ceil,
     cos,
@@ -68,7 +68,7 @@ from .autograd.functions.pointwise import (
     square,
     trunc,
 )
-from .autograd.functions.reduce import mean, sum
+from .autograd.functions.reduce import expand, mean, sum
 from .autograd.functions.shape import cat, chunk, narrow, split, stack, unbind
 from .autograd.functions.softmax import log_softmax, softmax
 from .autograd.functions.statistics import logsumexp, norm, std, var

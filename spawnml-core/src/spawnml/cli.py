@@ -6,29 +6,19 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import dtypes
+from .cli_inputs import read_input
 from .cli_model import configure_convert, configure_info, model_report, run_convert, run_info
 from .cli_profile import configure_profile, run_profile
-from .errors import InvalidArgumentError, SpawnMLError
+from .errors import SpawnMLError
+from .plugins.hookspecs import Command
 
 __all__ = ["Command", "main", "model_report", "operators_report", "plugins_report"]
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subcommand a plugin adds to ``spawnml``: ``spawnml NAME ...``."""
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int | None]
 
 
 NO_BACKEND_HINT = (
@@ -225,7 +215,7 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .session import InferenceSession
 
-    feeds = dict(_read_input(spec) for spec in args.input)
+    feeds = dict(read_input(spec) for spec in args.input)
     session = InferenceSession(args.model, providers=args.providers.split(","))
     names = [value.name for value in session.get_outputs()]
     results = session.run(None, feeds)
@@ -242,16 +232,6 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{label}: {dtypes.name(array.dtype)} {list(array.shape)}")
             print(np.array2string(array, threshold=20, edgeitems=3, precision=6))
     return 0
-
-
-def _read_input(spec: str) -> tuple[str, np.ndarray]:
-    name, sep, path = spec.partition("=")
-    if not sep or not name or not path:
-        raise InvalidArgumentError(f"--input takes NAME=FILE.npy, got {spec!r}")
-    try:
-        return name, np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InvalidArgumentError(f"cannot read input {name!r} from {path!r}: {error}") from error
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .cli_inputs import read_input
 from .errors import InvalidArgumentError
 from .ir import TENSOR, Graph, Value
 from .profiler import Summary, summarize
@@ -135,9 +136,7 @@ def profile(
 
 def run_profile(args: argparse.Namespace) -> int:
     """``spawnml profile``: tables (or JSON) of time by operator type and the slowest nodes."""
-    from .cli import _read_input  # -i NAME=FILE.npy, read as `spawnml run` reads it
-
-    feeds = dict(_read_input(spec) for spec in args.input)
+    feeds = dict(read_input(spec) for spec in args.input)
     providers, dims = args.providers.split(","), _parse_dims(args.dim)
     events, created = profile(
         args.model, providers, feeds, dims, args.runs, args.warmup, args.optimization_level

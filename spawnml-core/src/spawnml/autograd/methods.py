@@ -71,7 +71,7 @@ def _fill(self: Tensor, value: Any) -> Tensor:
 def _copy(self: Tensor, source: Tensor) -> Tensor:
     with no_grad():
         return self._replace(
-            movement.expand(movement.to(source, self.device, self.dtype), self.shape), rebind=False
+            reduce.expand(movement.to(source, self.device, self.dtype), self.shape), rebind=False
         )
 
 
@@ -177,7 +177,7 @@ METHODS: dict[str, Any] = {
     "reshape": movement.reshape,
     "view": movement.reshape,
     "flatten": movement.flatten,
-    "expand": movement.expand,
+    "expand": reduce.expand,
     "permute": movement.permute,
     "transpose": movement.transpose,
     "t": movement.t,

@@ -54,6 +54,7 @@ from ..autograd.functions.loss import (
     smooth_l1_loss,
 )
 from ..autograd.functions.norm import batch_norm, cosine_similarity, group_norm, layer_norm, normalize
+from ..autograd.functions.padding import pad
 from ..autograd.functions.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -65,7 +66,6 @@ from ..autograd.functions.pool import (
     max_pool2d,
     max_pool3d,
 )
-from ..autograd.functions.shape import pad
 from ..autograd.functions.softmax import log_softmax, softmax
 
 __all__ = [

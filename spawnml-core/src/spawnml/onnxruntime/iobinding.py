@@ -14,7 +14,7 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor
 from .exceptions import InvalidArgument, UnsupportedFeatureError, error
 from .exceptions import NotImplemented as OrtNotImplemented
-from .ortvalue import HOST, OrtValue, device_backend, host_view
+from .ortvalue import HOST, OrtValue, device_backend, host_view, ort_value
 
 if TYPE_CHECKING:
     from .options import RunOptions
@@ -87,8 +87,6 @@ class IOBinding:
     # -- running ----------------------------------------------------------------------------
     def run(self, session: InferenceSession, run_options: RunOptions | None) -> None:
         """Run ``session`` on the bound inputs into the bound outputs."""
-        from .session import ort_value
-
         if session is not self._session:
             raise error(InvalidArgumentError, InvalidArgument, "this IOBinding belongs to another session")
         names = list(self._outputs) or [arg.name for arg in session.get_outputs()]

@@ -232,6 +232,15 @@ class OrtValue:
         return f"OrtValue({self._value!r})"
 
 
+def ort_value(output: Tensor | list[Tensor] | None) -> OrtValue:
+    """An output as an OrtValue: host tensors as numpy arrays (no copy), device ones as tensors."""
+    if output is None:
+        return OrtValue(None)
+    if isinstance(output, list):
+        return OrtValue([item.numpy() if item.device == "cpu" else item for item in output])
+    return OrtValue(output.numpy() if output.device == "cpu" else output)
+
+
 class _HostCapsule:
     """A bare DLPack capsule, given the protocol's methods so numpy can take it (as host memory)."""
 

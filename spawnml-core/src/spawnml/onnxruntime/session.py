@@ -29,7 +29,7 @@ from .feeds import string_feed, unaliased
 from .iobinding import IOBinding
 from .model_config import with_model_config
 from .options import RunOptions, SessionOptions, core_level
-from .ortvalue import OrtValue
+from .ortvalue import OrtValue, ort_value
 from .providers import Resolved, known_provider, provider_entries, resolve
 
 #: Fields of an ONNX model kept in ``Graph.metadata`` beside its ``metadata_props``.
@@ -331,15 +331,6 @@ def _is_string(declared: Any) -> bool:
 def _plain_list(feed: Any, declared: Any) -> bool:
     """Whether ``feed`` is a Python list meant as a tensor (the input is not a sequence)."""
     return isinstance(feed, list | tuple) and declared is not None and declared.kind == TENSOR
-
-
-def ort_value(output: Output) -> OrtValue:
-    """An output as an OrtValue: host tensors as numpy arrays (no copy), device ones as tensors."""
-    if output is None:
-        return OrtValue(None)
-    if isinstance(output, list):
-        return OrtValue([item.numpy() if item.device == "cpu" else item for item in output])
-    return OrtValue(output.numpy() if output.device == "cpu" else output)
 
 
 def _type(dtype: Any) -> str:

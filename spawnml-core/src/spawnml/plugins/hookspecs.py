@@ -7,7 +7,9 @@ advertise plugin modules under the entry-point group ``spawnml``.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -17,6 +19,16 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("spawnml")
 hookimpl = pluggy.HookimplMarker("spawnml")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand a plugin adds to ``spawnml``: ``spawnml NAME ...``."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int | None]
 
 
 @hookspec

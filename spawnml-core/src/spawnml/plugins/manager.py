@@ -14,13 +14,14 @@ from typing import Any
 import pluggy
 
 from ..backend import Backend, CheckFn
-from ..cli import Command
 from ..errors import PluginError, SpawnMLError
 from ..formats import FormatLoader
 from ..models import ModelSpec, ReferenceModel
 from ..ops.registry import OperatorRegistry
 from ..ops.schema import OpSchema
+from ..version import __version__
 from . import hookspecs
+from .hookspecs import Command
 
 ENTRY_POINT_GROUP = "spawnml"
 #: Comma-separated entry-point names (or distribution names) to load; unset loads all.
@@ -160,7 +161,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
         result.plugins[name] = PluginInfo(
             name=name,
             distribution=dist.name if dist is not None else "spawnml-core",
-            version=dist.version if dist is not None else _core_version(),
+            version=dist.version if dist is not None else __version__,
             builtin=name in BUILTIN_PLUGINS,
         )
     _check_hook_names(manager, result)
@@ -345,9 +346,3 @@ def _both(result: Registry, key: tuple[str, str], second: str) -> str:
     first = result.owners.get(key)
     earlier = _describe(result.plugins[first]) if first is not None else "an earlier registration"
     return f"first by {earlier}, again by {_describe(result.plugins[second])}"
-
-
-def _core_version() -> str:
-    from .. import __version__
-
-    return __version__

@@ -5,19 +5,9 @@ from __future__ import annotations
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .movement import sum_to
-from .promotion import DEFAULT_FLOAT, as_tensor, cast, result_type
-
-Operand = Tensor | float | int | bool
-
-
-def _operands(a: Operand, b: Operand, float_result: bool = False) -> tuple[Tensor, Tensor]:
-    like = a if isinstance(a, Tensor) else b
-    assert isinstance(like, Tensor)
-    dtype = result_type(a, b)
-    if float_result and dtype.kind not in "fc":
-        dtype = result_type(a, b, 1.0)
-    return as_tensor(a, like, dtype), as_tensor(b, like, dtype)
+from .compare import where
+from .promotion import DEFAULT_FLOAT, Operand, cast, operands
+from .reduce import sum_to
 
 
 class Add(Function):
@@ -81,8 +71,6 @@ class Pow(Function):
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        from .compare import where
-
         a, b, out = ctx.saved_tensors
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
@@ -98,27 +86,27 @@ def add(input: Operand, other: Operand, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other``, broadcasting."""
     if alpha != 1:
         other = mul(other, alpha)
-    return Add.apply(*_operands(input, other))
+    return Add.apply(*operands(input, other))
 
 
 def sub(input: Operand, other: Operand, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other``, broadcasting."""
     if alpha != 1:
         other = mul(other, alpha)
-    return Sub.apply(*_operands(input, other))
+    return Sub.apply(*operands(input, other))
 
 
 def mul(input: Operand, other: Operand) -> Tensor:
-    return Mul.apply(*_operands(input, other))
+    return Mul.apply(*operands(input, other))
 
 
 def div(input: Operand, other: Operand) -> Tensor:
     """True division: integers divide to floats, as in torch."""
-    return Div.apply(*_operands(input, other, float_result=True))
+    return Div.apply(*operands(input, other, float_result=True))
 
 
 def pow(input: Operand, exponent: Operand) -> Tensor:
-    return Pow.apply(*_operands(input, exponent))
+    return Pow.apply(*operands(input, exponent))
 
 
 class Neg(Function):
@@ -181,8 +169,6 @@ class Abs(Function):
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> Tensor:
-        from .compare import where
-
         (x,) = ctx.saved_tensors
         # torch: the gradient of |x| is 0 at 0 and at NaN.
         return where(x > 0, grad, where(x < 0, -grad, 0.0))
@@ -197,8 +183,6 @@ class Relu(Function):
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> Tensor:
-        from .compare import where
-
         (out,) = ctx.saved_tensors
         return where(out <= 0, 0.0, grad)  # torch: 0 at 0; NaN inputs pass the gradient through
 

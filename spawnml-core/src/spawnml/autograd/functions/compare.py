@@ -7,13 +7,12 @@ import numpy as np
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .arith import Operand, _operands
-from .movement import sum_to
-from .promotion import as_tensor, result_type
+from .promotion import Operand, as_tensor, operands, result_type
+from .reduce import sum_to
 
 
 def _compare(op: str, a: Operand, b: Operand) -> Tensor:
-    return run(op, list(_operands(a, b)))
+    return run(op, list(operands(a, b)))
 
 
 def eq(input: Operand, other: Operand) -> Tensor:

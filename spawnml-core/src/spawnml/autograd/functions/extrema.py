@@ -12,13 +12,13 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import constant, run
 from ..function import BackwardNode, Function
-from .arith import Operand, _operands
 from .compare import logical_and, logical_or, where
 from .creation import zeros_like
+from .dims import Dims, kept_shape, normalize_dims
 from .indexing import class_mask
-from .movement import reshape, sum_to
-from .promotion import DEFAULT_INT, as_tensor, cast, result_type
-from .reduce import Dims, kept_shape, normalize_dims, sum
+from .movement import reshape
+from .promotion import DEFAULT_INT, Operand, as_tensor, cast, operands, result_type
+from .reduce import sum, sum_to
 
 
 class ValuesIndices(NamedTuple):
@@ -191,12 +191,12 @@ class Minimum(Maximum):
 
 def maximum(input: Operand, other: Operand) -> Tensor:
     """The elementwise larger of the two (broadcast); NaN wins; ties share the gradient."""
-    return Maximum.apply(*_operands(input, other), "Max")
+    return Maximum.apply(*operands(input, other), "Max")
 
 
 def minimum(input: Operand, other: Operand) -> Tensor:
     """The elementwise smaller of the two (broadcast); NaN wins; ties share the gradient."""
-    return Minimum.apply(*_operands(input, other), "Min")
+    return Minimum.apply(*operands(input, other), "Min")
 
 
 def _inside(x: Tensor, low: Tensor | None, high: Tensor | None) -> Tensor:

@@ -16,9 +16,10 @@ from ..dispatch import check, constant, run
 from ..function import BackwardNode, Function
 from .compare import where
 from .creation import full, zeros
-from .movement import expand, reshape, to, unsqueeze
+from .dims import normalize_dims
+from .movement import reshape, to, unsqueeze
 from .promotion import DEFAULT_INT, as_tensor, cast
-from .reduce import normalize_dims
+from .reduce import expand
 from .shape import narrow
 
 

@@ -6,8 +6,9 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .movement import squeeze, sum_to, transpose, unsqueeze
+from .movement import squeeze, transpose, unsqueeze
 from .promotion import as_tensor, result_type
+from .reduce import sum_to
 
 
 class MatMul(Function):

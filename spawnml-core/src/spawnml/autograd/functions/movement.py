@@ -11,11 +11,11 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor, backend_named
 from ..dispatch import constant, moved, run
 from ..function import BackwardNode, Function
+from .dims import normalize_dims
 from .promotion import DEFAULT_INT, cast
-from .reduce import normalize_dims
 
 
-def _shape_arg(shape: tuple[Any, ...]) -> list[int]:
+def shape_arg(shape: tuple[Any, ...]) -> list[int]:
     """``reshape(2, 3)`` and ``reshape((2, 3))`` alike."""
     return list(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence) else list(shape)
 
@@ -48,7 +48,7 @@ class Reshape(Function):
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same elements in ``shape`` (one ``-1`` is inferred)."""
-    return Reshape.apply(input, _resolved(_shape_arg(shape), input.numel(), input.shape))
+    return Reshape.apply(input, _resolved(shape_arg(shape), input.numel(), input.shape))
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -57,49 +57,6 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     start, end = normalize_dims(start_dim, input.ndim)[0], normalize_dims(end_dim, input.ndim)[0]
     shape = list(input.shape)
     return reshape(input, [*shape[:start], int(np.prod(shape[start : end + 1])), *shape[end + 1 :]])
-
-
-class Expand(Function):
-    @staticmethod
-    def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
-        ctx.shape = x.shape
-        return run("Expand", [x, constant(shape, x, DEFAULT_INT)])
-
-    @staticmethod
-    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
-        return sum_to(grad, ctx.shape), None
-
-
-def expand(input: Tensor, *sizes: Any) -> Tensor:
-    """``input`` broadcast to ``sizes`` (``-1`` keeps a dimension)."""
-    want = _shape_arg(sizes)
-    lead = len(want) - input.ndim
-    if lead < 0:
-        raise InvalidArgumentError(
-            f"the number of sizes provided ({len(want)}) must be greater or equal to the number of "
-            f"dimensions in the tensor ({input.ndim})"
-        )
-    shape = [input.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(want)]
-    for i, n in enumerate(input.shape):
-        if n != 1 and n != shape[lead + i]:
-            raise InvalidArgumentError(
-                f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size ({n}) "
-                f"at non-singleton dimension {lead + i}.  Target sizes: {want}.  "
-                f"Tensor sizes: {list(input.shape)}"
-            )
-    return input if list(input.shape) == shape else Expand.apply(input, shape)
-
-
-def sum_to(grad: Tensor, shape: Sequence[int]) -> Tensor:
-    """``grad`` summed over the dimensions that broadcasting added or stretched, to ``shape``."""
-    from .reduce import sum
-
-    shape = tuple(shape)
-    if tuple(grad.shape) == shape:
-        return grad
-    lead = grad.ndim - len(shape)
-    dims = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1]
-    return reshape(sum(grad, dims, keepdim=True), list(shape)) if dims else reshape(grad, list(shape))
 
 
 class Permute(Function):
@@ -115,10 +72,10 @@ class Permute(Function):
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """The dimensions reordered: output dimension ``i`` is input dimension ``dims[i]``."""
-    order = [d % max(input.ndim, 1) for d in _shape_arg(dims)]
+    order = [d % max(input.ndim, 1) for d in shape_arg(dims)]
     if sorted(order) != list(range(input.ndim)):
         raise InvalidArgumentError(
-            f"permute(): dims {list(_shape_arg(dims))} are not a permutation of {input.ndim}"
+            f"permute(): dims {list(shape_arg(dims))} are not a permutation of {input.ndim}"
         )
     return Permute.apply(input, order)
 

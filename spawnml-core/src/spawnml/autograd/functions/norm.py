@@ -14,9 +14,9 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..mode import no_grad
 from .extrema import clamp
-from .movement import expand, reshape
+from .movement import reshape
 from .pointwise import rsqrt
-from .reduce import mean, sum
+from .reduce import expand, mean, sum
 from .statistics import norm
 
 

@@ -13,6 +13,9 @@ from ..dispatch import constant, run
 DEFAULT_FLOAT = np.dtype(np.float32)
 DEFAULT_INT = np.dtype(np.int64)
 
+#: What the binary operators take: a tensor, or a Python scalar promoted against the other operand.
+Operand = Tensor | float | int | bool
+
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
@@ -64,3 +67,13 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
     from ...dtypes import to_onnx
 
     return run("Cast", [x], to=to_onnx(np.dtype(dtype)))
+
+
+def operands(a: Operand, b: Operand, float_result: bool = False) -> tuple[Tensor, Tensor]:
+    """``a`` and ``b`` as tensors of their common type (a floating one if ``float_result``)."""
+    like = a if isinstance(a, Tensor) else b
+    assert isinstance(like, Tensor)
+    dtype = result_type(a, b)
+    if float_result and dtype.kind not in "fc":
+        dtype = result_type(a, b, 1.0)
+    return as_tensor(a, like, dtype), as_tensor(b, like, dtype)

@@ -1,37 +1,49 @@
-"""Reductions: ``sum`` and ``mean`` over all elements or some dimensions."""
+"""Reductions, ``sum`` and ``mean`` over all elements or some dimensions, and broadcasting
+(``expand``), together because a sum's gradient is an expansion and an expansion's a sum."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import constant, run
 from ..function import BackwardNode, Function
+from .dims import Dims, kept_shape, normalize_dims
+from .movement import reshape, shape_arg
 from .promotion import DEFAULT_INT, cast
 
-Dims = int | Sequence[int] | None
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
+        ctx.shape = x.shape
+        return run("Expand", [x, constant(shape, x, DEFAULT_INT)])
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
+        return sum_to(grad, ctx.shape), None
 
 
-def normalize_dims(dim: Dims, rank: int) -> list[int]:
-    """``dim`` as sorted non-negative axes (every axis for None), checked against ``rank``."""
-    if dim is None:
-        return list(range(rank))
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    if not dims:
-        return list(range(rank))
-    span = max(rank, 1)
-    for d in dims:
-        if not -span <= d < span:
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """``input`` broadcast to ``sizes`` (``-1`` keeps a dimension)."""
+    want = shape_arg(sizes)
+    lead = len(want) - input.ndim
+    if lead < 0:
+        raise InvalidArgumentError(
+            f"the number of sizes provided ({len(want)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({input.ndim})"
+        )
+    shape = [input.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(want)]
+    for i, n in enumerate(input.shape):
+        if n != 1 and n != shape[lead + i]:
             raise InvalidArgumentError(
-                f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got {d})"
+                f"The expanded size of the tensor ({shape[lead + i]}) must match the existing size ({n}) "
+                f"at non-singleton dimension {lead + i}.  Target sizes: {want}.  "
+                f"Tensor sizes: {list(input.shape)}"
             )
-    return sorted({d % span for d in dims})
-
-
-def kept_shape(shape: Sequence[int], dims: Sequence[int]) -> list[int]:
-    """``shape`` with the reduced ``dims`` kept as size 1."""
-    return [1 if i in dims else n for i, n in enumerate(shape)]
+    return input if list(input.shape) == shape else Expand.apply(input, shape)
 
 
 class Sum(Function):
@@ -46,8 +58,6 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:
-        from .movement import expand, reshape
-
         return expand(reshape(grad, kept_shape(ctx.shape, ctx.dims)), ctx.shape), None, None
 
 
@@ -68,3 +78,13 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     for d in dims:
         count *= input.shape[d]
     return sum(input, dims, keepdim) / count if dims else sum(input, dims, keepdim) / 1
+
+
+def sum_to(grad: Tensor, shape: Sequence[int]) -> Tensor:
+    """``grad`` summed over the dimensions that broadcasting added or stretched, to ``shape``."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1]
+    return reshape(sum(grad, dims, keepdim=True), list(shape)) if dims else reshape(grad, list(shape))

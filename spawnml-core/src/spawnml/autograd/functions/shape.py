@@ -1,20 +1,17 @@
-"""Cutting and joining: ``narrow``, ``pad`` (constant), ``cat``, ``stack``, ``split``, ``chunk``."""
+"""Cutting and joining: ``narrow``, constant padding, ``cat``, ``stack``, ``split``, ``chunk``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
-
-import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import constant, run
 from ..function import BackwardNode, Function
 from .creation import zeros
+from .dims import normalize_dims
 from .movement import squeeze, unsqueeze
 from .promotion import DEFAULT_INT, as_tensor, result_type
-from .reduce import normalize_dims
 
 
 class Narrow(Function):
@@ -56,46 +53,6 @@ class ConstantPad(Function):
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:
         return ConstantPad.apply(grad, [-p for p in ctx.pads], 0.0), None, None
-
-
-#: torch's padding modes other than "constant", as numpy names them.
-_NUMPY_PAD_MODES: dict[str, Literal["reflect", "edge", "wrap"]] = {
-    "reflect": "reflect",
-    "replicate": "edge",
-    "circular": "wrap",
-}
-
-
-def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
-    """``input`` padded; ``pad`` lists (begin, end) pairs starting from the last dimension, as
-    torch's. "constant" fills with ``value`` (0 by default; negative amounts crop); "reflect",
-    "replicate" and "circular" repeat the input's own elements, and their gradients add back."""
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise InvalidArgumentError("Padding length must be divisible by 2 and at most twice the input's rank")
-    begins, ends = [0] * input.ndim, [0] * input.ndim
-    for i in range(len(pad) // 2):
-        begins[-1 - i], ends[-1 - i] = pad[2 * i], pad[2 * i + 1]
-    if mode == "constant":
-        return ConstantPad.apply(input, begins + ends, 0.0 if value is None else value)
-    if mode not in _NUMPY_PAD_MODES:
-        raise InvalidArgumentError(
-            f"Unrecognised padding mode {mode}; expected constant, reflect, replicate or circular"
-        )
-    for d, (before, after) in enumerate(zip(begins, ends, strict=True)):
-        size = input.shape[d]
-        limit = size - 1 if mode == "reflect" else size if mode == "circular" else None
-        if (
-            min(before, after) < 0
-            or (limit is not None and max(before, after) > limit)
-            or (size == 0 and before + after)
-        ):
-            raise InvalidArgumentError(
-                f"{mode} padding of ({before}, {after}) does not fit dimension {d} of size {size}"
-            )
-    from .indexing import take
-
-    positions = np.arange(input.numel(), dtype=np.int64).reshape(input.shape)
-    return take(input, np.pad(positions, list(zip(begins, ends, strict=True)), _NUMPY_PAD_MODES[mode]))
 
 
 def _skipped(t: Tensor) -> bool:

@@ -10,8 +10,9 @@ from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
 from .arith import _floating, exp
+from .dims import normalize_dims
 from .movement import reshape
-from .reduce import normalize_dims, sum
+from .reduce import sum
 
 
 class Softmax(Function):

@@ -15,11 +15,12 @@ from ..function import BackwardNode, Function
 from .arith import abs, exp, log, sqrt
 from .compare import where
 from .creation import zeros_like
+from .dims import Dims, kept_shape, normalize_dims
 from .extrema import amax, amin
 from .movement import reshape
 from .pointwise import sign
 from .promotion import cast
-from .reduce import Dims, kept_shape, mean, normalize_dims, sum
+from .reduce import mean, sum
 
 
 def _correction(dim: Dims | bool, unbiased: bool | None, correction: float | None) -> tuple[Dims, float]:

@@ -1,0 +1,3 @@
+"""The version of ``spawnml``, apart so that any module can name it without importing the package."""
+
+__version__ = "0.1.0"
