@@ -31,7 +31,8 @@ def _schema(name: str) -> Any:
 
 
 class ModelBuilder:
-    """Writes a one-subgraph TFLite model from tensors and operators."""
+    """Writes a TFLite model from tensors and operators: the main subgraph, and the subgraphs
+    :meth:`set_aside` finished before it (subgraphs 1, 2, ...)."""
 
     def __init__(self) -> None:
         self.b = flatbuffers.Builder(1024)
@@ -40,6 +41,7 @@ class ModelBuilder:
         self.codes: list[str] = []
         self.operators: list[int] = []
         self.extra_subgraphs = 0
+        self.side_subgraphs: list[int] = []
 
     def _table(self, name: str, fields: dict[str, Any]) -> int:
         module = _schema(name)
@@ -112,6 +114,12 @@ class ModelBuilder:
             },
         )
 
+    def set_aside(self) -> None:
+        """Finish the tensors and operators written so far as a subgraph without inputs or
+        outputs (an initialisation subgraph) and start the next one."""
+        self.side_subgraphs.append(self._subgraph(self.tensors, self.operators, [], []))
+        self.tensors, self.operators = [], []
+
     def build(self, inputs: list[int], outputs: list[int]) -> bytes:
         codes = []
         for name in self.codes:
@@ -120,7 +128,7 @@ class ModelBuilder:
             if code == tflite.BuiltinOperator.CUSTOM:
                 fields["CustomCode"] = self.b.CreateString(name)
             codes.append(self._table("OperatorCode", fields))
-        subgraphs = [self._subgraph(self.tensors, self.operators, inputs, outputs)]
+        subgraphs = [self._subgraph(self.tensors, self.operators, inputs, outputs), *self.side_subgraphs]
         subgraphs += [self._subgraph([], [], [], []) for _ in range(self.extra_subgraphs)]
         model = self._table(
             "Model",
@@ -448,3 +456,112 @@ def _end(b: flatbuffers.Builder, name: str, fields: dict[str, Any]) -> int:
     for field, value in fields.items():
         getattr(module, f"{name}Add{field}")(b, value)
     return getattr(module, f"{name}End")(b)
+
+
+# -- strided slices and splits ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "begin, end, strides, masks, shape",
+    [
+        ([0, 1, -1], [0, 5, 0], [1, 2, -1], {"BeginMask": 1, "EndMask": 5}, [2, 2, 6]),
+        ([-1, 0, 1], [0, 5, 4], [1, 1, 2], {"ShrinkAxisMask": 1}, [5, 2]),
+        ([1, 0, 0], [1, 0, 0], [1, 1, 1], {"ShrinkAxisMask": 1, "EndMask": 6}, [5, 6]),
+        ([0, 1, 2], [2, 3, 3], [1, 1, 1], {"Offset": True}, [2, 3, 3]),
+    ],
+    ids=["masks-negative-stride", "shrink-last", "shrink-first-end-masks", "offset"],
+)
+def test_strided_slice_matches_litert(begin, end, strides, masks, shape):
+    m = ModelBuilder()
+    x, y = m.tensor([2, 5, 6]), m.tensor(shape)
+    ints = [m.tensor([3], I32, data=values) for values in (begin, end, strides)]
+    m.op("STRIDED_SLICE", [x, *ints], [y], "StridedSliceOptions", **masks)
+    model = m.build([x], [y])
+    assert [n.op_type for n in spawnml.load(model).nodes if n.op_type != "Squeeze"] == ["Slice"]
+    _assert_close(model, rtol=0, atol=0)
+
+
+def test_split_v_with_a_remainder_matches_litert():
+    m = ModelBuilder()
+    x, parts = m.tensor([2, 6, 3]), [m.tensor([2, size, 3]) for size in (2, 3, 1)]
+    sizes, axis = m.tensor([3], I32, data=[2, -1, 1]), m.tensor([], I32, data=1)
+    m.op("SPLIT_V", [x, sizes, axis], parts, "SplitVOptions", NumSplits=3)
+    _assert_close(m.build([x], parts), rtol=0, atol=0)
+
+
+# -- resource variables -----------------------------------------------------------------------
+
+
+def _variable(m: ModelBuilder, name: str = "total") -> int:
+    handle = m.tensor([], tflite.TensorType.RESOURCE)
+    m.op("VAR_HANDLE", [], [handle], "VarHandleOptions", SharedName=m.b.CreateString(name))
+    return handle
+
+
+def _accumulator(initial: Any = ((1.0, 2.0),), computed_init: bool = False, call_once: bool = True) -> bytes:
+    """``y = x + total; total = y`` over float [1, 2], ``total`` initialised by CALL_ONCE."""
+    m = ModelBuilder()
+    if call_once:
+        handle, value = _variable(m), m.tensor(list(np.shape(initial)), F32, data=initial)
+        if computed_init:
+            doubled = m.tensor([1, 2])
+            m.op("ADD", [value, value], [doubled], "AddOptions")
+            value = doubled
+        m.op("ASSIGN_VARIABLE", [handle, value], [])
+        m.set_aside()
+        m.op("CALL_ONCE", [], [], "CallOnceOptions", InitSubgraphIndex=1)
+    x, handle, total, y = m.tensor([1, 2]), _variable(m), m.tensor([1, 2]), m.tensor([1, 2])
+    m.op("READ_VARIABLE", [handle], [total])
+    m.op("ADD", [x, total], [y], "AddOptions")
+    m.op("ASSIGN_VARIABLE", [handle, y], [])
+    return m.build([x], [y])
+
+
+def test_resource_variables_keep_state_between_runs_as_litert():
+    model = _accumulator()
+    graph = spawnml.load(model)
+    assert [(s.name, s.initial.tolist()) for s in graph.states] == [("total", [[1.0, 2.0]])]
+    interpreter = litert.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    (source,), (target,) = interpreter.get_input_details(), interpreter.get_output_details()
+    session = spawnml.InferenceSession(model, providers=["cpu"])
+    assert [arg.name for arg in session.get_inputs()] == [source["name"]]
+    assert [arg.name for arg in session.get_outputs()] == [target["name"]]
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.uniform(-1, 1, (1, 2)).astype(np.float32)
+        interpreter.set_tensor(source["index"], x)
+        interpreter.invoke()
+        (ours,) = session.run(None, {source["name"]: x})
+        np.testing.assert_allclose(ours, interpreter.get_tensor(target["index"]), rtol=1e-6, atol=1e-6)
+    session.reset_state()
+    (first,) = session.run(None, {source["name"]: np.zeros((1, 2), np.float32)})
+    np.testing.assert_array_equal(first, [[1.0, 2.0]])
+
+
+def test_the_saved_onnx_graph_carries_the_state_as_inputs_and_outputs(tmp_path):
+    path = tmp_path / "accumulator.onnx"
+    options = spawnml.SessionOptions(optimized_model_filepath=path)
+    stateful = spawnml.InferenceSession(_accumulator(), options, providers=["cpu"])
+    stateless = spawnml.InferenceSession(path, providers=["cpu"])
+    state = stateful.graph.states[0]
+    assert [arg.name for arg in stateless.get_inputs()][1:] == [state.input]
+    x = np.ones((1, 2), np.float32)
+    ours, following = stateless.run(None, {"t0": x, state.input: state.initial})
+    np.testing.assert_array_equal(ours, stateful.run(None, {"t0": x})[0])
+    np.testing.assert_array_equal(following, ours)
+
+
+def test_initialisers_that_compute_are_refused_naming_the_operator():
+    with pytest.raises(ModelLoadError, match=r"CALL_ONCE subgraph 1 .* runs ADD \(operator 1\)"):
+        spawnml.load(_accumulator(computed_init=True))
+
+
+def test_variables_read_before_any_initialisation_are_refused():
+    with pytest.raises(ModelLoadError, match=r"'total' .* is read before anything assigns it"):
+        spawnml.load(_accumulator(call_once=False))
+
+
+def test_initial_values_of_another_shape_are_refused():
+    with pytest.raises(ModelLoadError, match=r"initialised to float32\[3\] but read as float32\[1, 2\]"):
+        spawnml.load(_accumulator(initial=np.zeros(3)))
