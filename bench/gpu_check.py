@@ -569,6 +569,20 @@ def _one_line(section: dict[str, Any]) -> str:
     for name, state in (summary.get("backends") or {}).items():
         if name in GPU_BACKENDS:
             parts.append(f"{name}: {state.get('device') if state.get('available') else 'unavailable'}")
+    for key, value in summary.items():
+        if key.endswith("_tok_s"):
+            name = key.removesuffix("_decode_tok_s")
+            parts.append(f"{name} {value} tok/s" if isinstance(value, float | int) else f"{name} {value}")
+    for row in summary.get("rows") or []:
+        ms = row["ms"]
+        parts.append(
+            f"{row['model']}: {ms[row['backend']]:.2f} ms, {ms[row['reference']]:.2f} ms {row['reference']}"
+        )
+    if summary.get("graph_capture") is True:
+        parts.append(
+            f"eager {summary['eager_host_us_per_launch']} µs a launch on the host; a graph replays"
+            f" {summary['launches']} launches in {summary['graph_host_us_per_replay']} µs"
+        )
     counts = summary.get("counts")
     if counts:
         parts.append(", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items())))
