@@ -114,7 +114,9 @@ def run_child(
             if not isinstance(error, subprocess.TimeoutExpired):
                 _signal_group(child, signal.SIGKILL)
                 raise
-            _signal_group(child, signal.SIGINT)
+            # The child alone: pytest (and pytest-xdist's controller, which stops its workers)
+            # then ends its session and writes its reports.
+            child.send_signal(signal.SIGINT)
             try:
                 child.wait(timeout=GRACE)
             except subprocess.TimeoutExpired:
