@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from types import ModuleType
 
@@ -195,3 +196,55 @@ def test_a_conformance_lane_is_measured_against_the_cpu_lane(gc, tmp_path, monke
     assert cuda.summary["share_of_cpu"] == 0.3333 and cuda.summary["meets_97_percent"] is False
     assert "- test_cast_X" in (tmp_path / "refusals-cuda.md").read_text()
     assert "below the 97% bar" in gc._one_line(gc.asdict(cuda))
+
+
+def test_the_cuda_probe_captures_and_replays_through_cupys_stream_api(monkeypatch):
+    """The probe's path on a GPU, over a stand-in for cupy that computes with numpy and records
+    the capture calls: eager chain, capture, one upload replay and one timed replay."""
+    import numpy as np
+
+    calls: list[str] = []
+
+    class Graph:
+        def launch(self, stream):
+            calls.append("launch")
+
+    class Stream:
+        def __init__(self, non_blocking=False):
+            assert non_blocking
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def synchronize(self):
+            calls.append("synchronize")
+
+        def begin_capture(self):
+            calls.append("begin_capture")
+
+        def end_capture(self):
+            calls.append("end_capture")
+            return Graph()
+
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        runtimeGetVersion=lambda: 13000,
+        getDeviceProperties=lambda device: {"name": b"Stand-in GPU"},
+    )
+    fake = types.SimpleNamespace(
+        __version__="0.0",
+        float32=np.float32,
+        matmul=np.matmul,
+        array_equal=np.array_equal,
+        random=types.SimpleNamespace(default_rng=np.random.default_rng),
+        cuda=types.SimpleNamespace(runtime=runtime, Stream=Stream, device=None),
+    )
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    found = load("gpu_probe").probe_cuda(16)
+    assert found["available"] is True and found["device"] == "Stand-in GPU"
+    assert found["graph_capture"] is True and found["graph_equals_eager"] is True
+    assert calls.count("begin_capture") == 1 and calls.count("launch") == 2
+    assert found["eager_host_us_per_launch"] > 0 and "graph_host_us_per_replay" in found
