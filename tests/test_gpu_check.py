@@ -248,3 +248,26 @@ def test_the_cuda_probe_captures_and_replays_through_cupys_stream_api(monkeypatc
     assert found["graph_capture"] is True and found["graph_equals_eager"] is True
     assert calls.count("begin_capture") == 1 and calls.count("launch") == 2
     assert found["eager_host_us_per_launch"] > 0 and "graph_host_us_per_replay" in found
+
+
+def test_a_pytest_run_stopped_at_its_deadline_still_leaves_its_junit_file(gc, tmp_path, monkeypatch):
+    """The deadline interrupts pytest, which ends its session and writes the cases it ran."""
+    (tmp_path / "test_slow.py").write_text(
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_slow():\n    time.sleep(60)\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # not the repository's configuration
+    monkeypatch.setattr(gc, "GRACE", 10.0)
+    ctx = context(gc, tmp_path)
+    result = gc.Result("slow", 4.0)
+    junit = tmp_path / "slow.xml"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+    command += [
+        "--rootdir",
+        str(tmp_path),
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        str(tmp_path / "test_slow.py"),
+    ]
+    assert gc.run_child(ctx, result, command, 4.0) is None
+    outcomes = gc.junit_outcomes(junit)
+    assert outcomes["test_quick"] == ("passed", "")
