@@ -8,6 +8,7 @@ quantization step of the output.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any
 
@@ -565,3 +566,10 @@ def test_variables_read_before_any_initialisation_are_refused():
 def test_initial_values_of_another_shape_are_refused():
     with pytest.raises(ModelLoadError, match=r"initialised to float32\[3\] but read as float32\[1, 2\]"):
         spawnml.load(_accumulator(initial=np.zeros(3)))
+
+
+def test_a_graph_whose_state_names_no_input_is_refused():
+    graph = spawnml.load(_accumulator())
+    graph.states[0] = dataclasses.replace(graph.states[0], input="nowhere")
+    with pytest.raises(spawnml.InvalidArgumentError, match=r"'nowhere' and writes .* a graph input"):
+        spawnml.InferenceSession(graph, providers=["cpu"])

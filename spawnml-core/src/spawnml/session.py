@@ -15,7 +15,7 @@ from . import dtypes
 from .backend import Backend
 from .errors import BackendUnavailableError, DeviceError, InvalidArgumentError, InvalidFeedError
 from .formats import ModelSource, PathOrBytes, load, save_onnx
-from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, Value
+from .ir import OPTIONAL, SEQUENCE, TENSOR, Graph, Shape, State, Value
 from .limits import DEFAULT_LIMITS, Limits, limits_for_runs
 from .passes import GraphOptimizationLevel, optimize
 from .passes.shape_inference import InferenceMemo
@@ -114,7 +114,7 @@ class InferenceSession:
             save_onnx(self._graph, Path(options.optimized_model_filepath))
         self._plan: Plan | None = build_plan(self._graph, self._providers, operators(), memo)
         self._feedable = {value.name: value for value in self._graph.inputs}
-        self._states = {state.input: state for state in self._graph.states}
+        self._states = _checked_states(self._graph)
         self._state_outputs = {state.output for state in self._graph.states}
         #: What each state input reads on the next run: a host array or a device tensor.
         self._state: dict[str, np.ndarray | Tensor] = {}
@@ -408,6 +408,18 @@ def _type_string(value: Value) -> str:
 def _content(value: Value) -> Value:
     """What a sequence or optional holds, under the container's name (unknown if undeclared)."""
     return Value(value.name) if value.element is None else replace(value.element, name=value.name)
+
+
+def _checked_states(graph: Graph) -> dict[str, State]:
+    """The graph's state by input name, refused unless each reads an input and writes an output."""
+    inputs, outputs = {value.name for value in graph.inputs}, {value.name for value in graph.outputs}
+    for state in graph.states:
+        if state.input not in inputs or state.output not in outputs:
+            raise InvalidArgumentError(
+                f"state {state.name!r} of graph {graph.name!r} reads {state.input!r} and writes "
+                f"{state.output!r}, which must be a graph input and a graph output"
+            )
+    return {state.input: state for state in graph.states}
 
 
 def _state_tensors(outputs: list[Output]) -> list[Tensor]:
