@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from importlib.util import find_spec
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import dtypes
 from .errors import (
     AutogradError,
     BackendUnavailableError,
@@ -26,17 +28,37 @@ from .errors import (
     UnsafeExternalDataError,
     UnsupportedOperatorError,
 )
-from .formats import load
-from .limits import Limits
-from .session import InferenceSession, NodeArg, SessionOptions
 from .version import __version__
 
-# The imports above bound the ``spawnml.tensor`` submodule; the public name is the function.
-del globals()["tensor"]
-
 if TYPE_CHECKING:
+    from . import dtypes
     from ._tensor_api import *  # noqa: F403
     from .dtypes import bfloat16
+    from .formats import load
+    from .limits import Limits
+    from .session import InferenceSession, NodeArg, SessionOptions
+
+#: The public names of the inference API, imported on first use from the module defining them,
+#: so that importing one module of the package (``spawnml.ir``) loads only what that one needs.
+_DEFINED_IN = {
+    "InferenceSession": "session",
+    "NodeArg": "session",
+    "SessionOptions": "session",
+    "load": "formats",
+    "Limits": "limits",
+}
+
+
+class _Package(ModuleType):
+    """The package's module type: importing the ``spawnml.tensor`` submodule leaves the public
+    name ``tensor`` to the function, which ``__getattr__`` binds."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not (name == "tensor" and isinstance(value, ModuleType)):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
@@ -187,19 +209,24 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The public names not imported above: the tensor functions, autograd, nn and optim load
-    on first use, so that ``import spawnml`` and an inference session stay quick."""
+    """The public names not imported above, loaded on first use so that ``import spawnml`` and an
+    inference session stay quick: the inference API, the tensor functions, autograd, nn and optim,
+    and the package's submodules."""
     if name == "bfloat16":
-        return dtypes.bfloat16  # imports ml_dtypes, which only narrow types need
-    if name not in __all__:
+        return import_module(".dtypes", __name__).bfloat16  # imports ml_dtypes, for narrow types only
+    if name in _DEFINED_IN:
+        globals()[name] = getattr(import_module(f".{_DEFINED_IN[name]}", __name__), name)
+    elif name in __all__ and name != "dtypes":
+        # Importing the API imports autograd, which defines Tensor's math methods: whoever holds
+        # ``spawnml.Tensor`` can use its operators.
+        api = import_module("._tensor_api", __name__)
+        globals().update({public: getattr(api, public) for public in __all__ if hasattr(api, public)})
+        if name not in globals():  # asked while the API module is still importing its submodules
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r} yet")
+    elif find_spec(f"{__name__}.{name}") is not None:
+        import_module(f".{name}", __name__)  # binds the submodule here
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Importing the API imports autograd, which defines Tensor's math methods: whoever holds
-    # ``spawnml.Tensor`` can use its operators. Binding the names here also replaces the
-    # ``spawnml.tensor`` submodule, bound by the imports above, with the function.
-    api = import_module("._tensor_api", __name__)
-    globals().update({public: getattr(api, public) for public in __all__ if hasattr(api, public)})
-    if name not in globals():  # asked while the API module is still importing its submodules
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r} yet")
     return globals()[name]
 
 

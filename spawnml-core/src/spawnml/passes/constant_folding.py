@@ -15,7 +15,6 @@ import numpy as np
 from ..errors import SpawnMLError
 from ..ir import Graph, Node, Value
 from ..ops.defs.tensor import constant_value
-from ..planner import build_plan
 from ..tensor import EMPTY_OPTIONAL, TensorSequence
 from .context import PassContext
 from .graph_edit import constant, output_names
@@ -86,6 +85,9 @@ def evaluate(
         opset_imports=graph.opset_imports,
         name=f"folding {node.label()}",
     )
+    # The planner infers shapes with this package, so it is imported when a node is folded.
+    from ..planner import build_plan
+
     try:
         with np.errstate(all="ignore"):
             results = build_plan(single, ctx.providers, ctx.operators).run({}, names)
