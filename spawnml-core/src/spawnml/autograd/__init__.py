@@ -15,7 +15,7 @@ from .engine import backward
 from .function import BackwardNode, Function
 from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
-methods.install()
+methods.register()
 
 __all__ = [
     "BackwardNode",

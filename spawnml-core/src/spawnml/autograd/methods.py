@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import MATH, Tensor
 from .functions import (
     arith,
     compare,
@@ -76,7 +76,7 @@ def _copy(self: Tensor, source: Tensor) -> Tensor:
 
 
 METHODS: dict[str, Any] = {
-    "T": property(lambda self: movement.permute(self, list(range(self.ndim))[::-1])),
+    "T": lambda self: movement.permute(self, list(range(self.ndim))[::-1]),  # read as a property
     "__add__": arith.add,
     "__radd__": _reflected(arith.add),
     "__sub__": arith.sub,
@@ -202,11 +202,7 @@ METHODS: dict[str, Any] = {
     "__itruediv__": _in_place(arith.div),
 }
 
-# Comparison operators make tensors unhashable by default; torch hashes tensors by identity.
-METHODS["__hash__"] = object.__hash__
 
-
-def install(methods: dict[str, Any] = METHODS) -> None:
-    """Define ``methods`` on :class:`~spawnml.Tensor` (more families add theirs the same way)."""
-    for name, fn in methods.items():
-        setattr(Tensor, name, fn)
+def register(methods: dict[str, Any] = METHODS) -> None:
+    """Make ``methods`` the functions behind :class:`~spawnml.Tensor`'s methods of the same names."""
+    MATH.update(methods)
