@@ -105,7 +105,7 @@ def _key(
     """What a prepared call depends on (None where an attribute cannot be hashed); each value with
     its type, since 1, 1.0 and True are equal keys but not equal attributes."""
     frozen = tuple((name, type(v), tuple(v) if isinstance(v, list) else v) for name, v in attrs.items())
-    key = (backend.name, domain, op_type, outputs, dtypes, frozen)
+    key = (backend, domain, op_type, outputs, dtypes, frozen)  # the instance: a refresh makes new ones
     try:
         hash(key)
     except TypeError:
