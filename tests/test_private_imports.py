@@ -15,19 +15,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(ROOT.glob("spawnml-*/src"))
 
-#: Imports to make public in modules whose owners have not done so yet: (importing module,
-#: imported module, name). Remove an entry once its import is gone; the test fails on stale ones.
-PENDING = {
-    ("spawnml.autograd.functions.activation", "spawnml.autograd.functions.arith", "_floating"),
-    ("spawnml.autograd.functions.activation", "spawnml.autograd.methods", "_in_place"),
-    ("spawnml.autograd.functions.compare", "spawnml.autograd.functions.arith", "_operands"),
-    ("spawnml.autograd.functions.extrema", "spawnml.autograd.functions.arith", "_operands"),
-    ("spawnml.autograd.functions.pointwise", "spawnml.autograd.functions.arith", "_floating"),
-    ("spawnml.autograd.functions.softmax", "spawnml.autograd.functions.arith", "_floating"),
-    ("spawnml.cli_profile", "spawnml.cli", "_read_input"),
-    ("spawnml.nn.modules.sparse", "spawnml.nn.init", "_fill"),
-}
-
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
@@ -92,15 +79,10 @@ def _private_imports() -> set[tuple[str, str, str]]:
 
 
 def test_no_private_name_is_imported_across_modules():
-    found = _private_imports()
-    new = sorted(found - PENDING)
-    assert not new, "make these public in a module named for what they do:\n" + "\n".join(
-        f"{importer} imports {name} from {source}" for importer, source, name in new
+    found = sorted(_private_imports())
+    assert not found, "make these public in a module named for what they do:\n" + "\n".join(
+        f"{importer} imports {name} from {source}" for importer, source, name in found
     )
-
-
-def test_pending_entries_are_still_needed():
-    assert not sorted(PENDING - _private_imports()), "remove these entries from PENDING"
 
 
 def test_the_check_sees_relative_imports_and_attributes_and_allows_private_modules():

@@ -29,7 +29,7 @@ def _reflected(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     return lambda self, other: fn(other, self)
 
 
-def _in_place(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+def in_place(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """``x.add_(y)``: compute ``fn(x, y)`` and write it into ``x``.
 
     While the operation is recorded the backward pass may need ``x``'s old value, so ``x`` then
@@ -144,8 +144,8 @@ METHODS: dict[str, Any] = {
     "minimum": extrema.minimum,
     "clamp": extrema.clamp,
     "clip": extrema.clamp,
-    "clamp_": _in_place(extrema.clamp),
-    "clip_": _in_place(extrema.clamp),
+    "clamp_": in_place(extrema.clamp),
+    "clip_": in_place(extrema.clamp),
     "isnan": extrema.isnan,
     "var": statistics.var,
     "std": statistics.std,
@@ -154,19 +154,19 @@ METHODS: dict[str, Any] = {
     "softmax": softmax.softmax,
     "log_softmax": softmax.log_softmax,
     "__getitem__": indexing.getitem,
-    "__setitem__": _in_place(indexing.index_put),
+    "__setitem__": in_place(indexing.index_put),
     "__len__": _length,
     "__iter__": _iterate,
     "gather": indexing.gather,
     "scatter": indexing.scatter,
-    "scatter_": _in_place(indexing.scatter),
+    "scatter_": in_place(indexing.scatter),
     "scatter_add": indexing.scatter_add,
-    "scatter_add_": _in_place(indexing.scatter_add),
+    "scatter_add_": in_place(indexing.scatter_add),
     "index_select": indexing.index_select,
     "index_add": indexing.index_add,
-    "index_add_": _in_place(indexing.index_add),
+    "index_add_": in_place(indexing.index_add),
     "masked_fill": indexing.masked_fill,
-    "masked_fill_": _in_place(indexing.masked_fill),
+    "masked_fill_": in_place(indexing.masked_fill),
     "cumsum": indexing.cumsum,
     "narrow": shape.narrow,
     "split": shape.split,
@@ -189,17 +189,17 @@ METHODS: dict[str, Any] = {
     "long": _cast_to(np.int64),
     "int": _cast_to(np.int32),
     "bool": _cast_to(bool),
-    "add_": _in_place(arith.add),
-    "sub_": _in_place(arith.sub),
-    "mul_": _in_place(arith.mul),
-    "div_": _in_place(arith.div),
+    "add_": in_place(arith.add),
+    "sub_": in_place(arith.sub),
+    "mul_": in_place(arith.mul),
+    "div_": in_place(arith.div),
     "zero_": lambda self: _fill(self, 0),
     "fill_": _fill,
     "copy_": _copy,
-    "__iadd__": _in_place(arith.add),
-    "__isub__": _in_place(arith.sub),
-    "__imul__": _in_place(arith.mul),
-    "__itruediv__": _in_place(arith.div),
+    "__iadd__": in_place(arith.add),
+    "__isub__": in_place(arith.sub),
+    "__imul__": in_place(arith.mul),
+    "__itruediv__": in_place(arith.div),
 }
 
 

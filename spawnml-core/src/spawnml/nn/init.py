@@ -56,7 +56,7 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
+def fill_with(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write host ``values`` into ``tensor`` in place (without recording)."""
     with no_grad():
         source = Tensor(tensor.backend.from_numpy(values.astype(tensor.dtype)), tensor.backend)
@@ -65,16 +65,16 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with values drawn from U(a, b)."""
-    return _fill(tensor, generator().uniform(a, b, tensor.shape))
+    return fill_with(tensor, generator().uniform(a, b, tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with values drawn from N(mean, std²)."""
-    return _fill(tensor, generator().normal(mean, std, tensor.shape))
+    return fill_with(tensor, generator().normal(mean, std, tensor.shape))
 
 
 def constant_(tensor: Tensor, val: Any) -> Tensor:
-    return _fill(tensor, np.full(tensor.shape, val))
+    return fill_with(tensor, np.full(tensor.shape, val))
 
 
 def zeros_(tensor: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ from ...errors import InvalidArgumentError
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .arith import _floating, abs, exp, sigmoid, tanh
+from .arith import abs, as_floating, exp, sigmoid, tanh
 from .arith import relu as _relu
 from .compare import logical_and, where
 from .movement import reshape
@@ -30,9 +30,9 @@ def _maybe_in_place(fn: Callable[..., Tensor], input: Tensor, inplace: bool, *ar
     """``fn(input, *args)``, written into ``input`` when ``inplace`` (as its ``op_`` method)."""
     if not inplace:
         return fn(input, *args)
-    from ..methods import _in_place
+    from ..methods import in_place
 
-    return _in_place(fn)(input, *args)
+    return in_place(fn)(input, *args)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -54,7 +54,7 @@ class LeakyRelu(Function):
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``input`` where positive, else ``negative_slope * input`` (that slope at 0)."""
-    return _maybe_in_place(lambda x: LeakyRelu.apply(_floating(x), negative_slope), input, inplace)
+    return _maybe_in_place(lambda x: LeakyRelu.apply(as_floating(x), negative_slope), input, inplace)
 
 
 class ExponentialUnit(Function):
@@ -81,20 +81,20 @@ class ExponentialUnit(Function):
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_in_place(
-        lambda x: ExponentialUnit.apply(_floating(x), alpha, 1.0, 1.0, "Elu"), input, inplace
+        lambda x: ExponentialUnit.apply(as_floating(x), alpha, 1.0, 1.0, "Elu"), input, inplace
     )
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     def fn(x: Tensor) -> Tensor:
-        return ExponentialUnit.apply(_floating(x), SELU_ALPHA, SELU_SCALE, 1.0, "Selu")
+        return ExponentialUnit.apply(as_floating(x), SELU_ALPHA, SELU_SCALE, 1.0, "Selu")
 
     return _maybe_in_place(fn, input, inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _maybe_in_place(
-        lambda x: ExponentialUnit.apply(_floating(x), alpha, 1.0, alpha, "Celu"), input, inplace
+        lambda x: ExponentialUnit.apply(as_floating(x), alpha, 1.0, alpha, "Celu"), input, inplace
     )
 
 
@@ -122,7 +122,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Φ(x)``, or its tanh approximation with ``approximate="tanh"``."""
     if approximate not in ("none", "tanh"):
         raise InvalidArgumentError(f"approximate argument must be either none or tanh, got {approximate!r}")
-    return Gelu.apply(_floating(input), approximate)
+    return Gelu.apply(as_floating(input), approximate)
 
 
 class Silu(Function):
@@ -140,7 +140,7 @@ class Silu(Function):
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _maybe_in_place(lambda x: Silu.apply(_floating(x)), input, inplace)
+    return _maybe_in_place(lambda x: Silu.apply(as_floating(x)), input, inplace)
 
 
 class Softplus(Function):
@@ -160,7 +160,7 @@ class Softplus(Function):
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
-    return Softplus.apply(_floating(input), beta, threshold)
+    return Softplus.apply(as_floating(input), beta, threshold)
 
 
 class Hardtanh(Function):
@@ -199,7 +199,7 @@ class Hardswish(Function):
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``."""
-    return _maybe_in_place(lambda x: Hardswish.apply(_floating(x)), input, inplace)
+    return _maybe_in_place(lambda x: Hardswish.apply(as_floating(x)), input, inplace)
 
 
 class Hardsigmoid(Function):
@@ -216,7 +216,7 @@ class Hardsigmoid(Function):
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``."""
-    return _maybe_in_place(lambda x: Hardsigmoid.apply(_floating(x)), input, inplace)
+    return _maybe_in_place(lambda x: Hardsigmoid.apply(as_floating(x)), input, inplace)
 
 
 class Mish(Function):
@@ -234,7 +234,7 @@ class Mish(Function):
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _maybe_in_place(lambda x: Mish.apply(_floating(x)), input, inplace)
+    return _maybe_in_place(lambda x: Mish.apply(as_floating(x)), input, inplace)
 
 
 class LogSigmoid(Function):
@@ -251,7 +251,7 @@ class LogSigmoid(Function):
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x))``, computed without overflow."""
-    return LogSigmoid.apply(_floating(input))
+    return LogSigmoid.apply(as_floating(input))
 
 
 def softsign(input: Tensor) -> Tensor:

@@ -213,21 +213,21 @@ class Tanh(Function):
         return grad * (1 - out * out)
 
 
-def _floating(x: Tensor) -> Tensor:
+def as_floating(x: Tensor) -> Tensor:
     """Integer and bool inputs of floating-point functions become float32, as in torch."""
     return x if x.dtype.kind in "fc" else cast(x, DEFAULT_FLOAT)
 
 
 def exp(input: Tensor) -> Tensor:
-    return Exp.apply(_floating(input))
+    return Exp.apply(as_floating(input))
 
 
 def log(input: Tensor) -> Tensor:
-    return Log.apply(_floating(input))
+    return Log.apply(as_floating(input))
 
 
 def sqrt(input: Tensor) -> Tensor:
-    return Sqrt.apply(_floating(input))
+    return Sqrt.apply(as_floating(input))
 
 
 def abs(input: Tensor) -> Tensor:
@@ -239,8 +239,8 @@ def relu(input: Tensor) -> Tensor:
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return Sigmoid.apply(_floating(input))
+    return Sigmoid.apply(as_floating(input))
 
 
 def tanh(input: Tensor) -> Tensor:
-    return Tanh.apply(_floating(input))
+    return Tanh.apply(as_floating(input))

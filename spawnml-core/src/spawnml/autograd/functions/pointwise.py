@@ -9,7 +9,7 @@ import math
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .arith import _floating, exp, log
+from .arith import as_floating, exp, log
 from .compare import where
 from .creation import zeros_like
 
@@ -106,34 +106,34 @@ class Expm1(Function):
 
 
 def sin(input: Tensor) -> Tensor:
-    return Sin.apply(_floating(input))
+    return Sin.apply(as_floating(input))
 
 
 def cos(input: Tensor) -> Tensor:
-    return Cos.apply(_floating(input))
+    return Cos.apply(as_floating(input))
 
 
 def erf(input: Tensor) -> Tensor:
-    return Erf.apply(_floating(input))
+    return Erf.apply(as_floating(input))
 
 
 def reciprocal(input: Tensor) -> Tensor:
-    return Reciprocal.apply(_floating(input))
+    return Reciprocal.apply(as_floating(input))
 
 
 def rsqrt(input: Tensor) -> Tensor:
     """``1 / sqrt(input)``."""
-    return Rsqrt.apply(_floating(input))
+    return Rsqrt.apply(as_floating(input))
 
 
 def log1p(input: Tensor) -> Tensor:
     """``log(1 + input)``, accurate for small ``input``."""
-    return Log1p.apply(_floating(input))
+    return Log1p.apply(as_floating(input))
 
 
 def expm1(input: Tensor) -> Tensor:
     """``exp(input) - 1``, accurate for small ``input``."""
-    return Expm1.apply(_floating(input))
+    return Expm1.apply(as_floating(input))
 
 
 def square(input: Tensor) -> Tensor:

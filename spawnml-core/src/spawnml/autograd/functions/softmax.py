@@ -9,7 +9,7 @@ import numpy as np
 from ...tensor import Tensor
 from ..dispatch import run
 from ..function import BackwardNode, Function
-from .arith import _floating, exp
+from .arith import as_floating, exp
 from .dims import normalize_dims
 from .movement import reshape
 from .reduce import sum
@@ -46,7 +46,7 @@ class LogSoftmax(Function):
 def _apply(function: type[Function], input: Tensor, dim: int | None, dtype: Any) -> Tensor:
     if dtype is not None:
         input = input.to(np.dtype(dtype))
-    input = _floating(input)
+    input = as_floating(input)
     if dim is None:  # torch's implicit choice for legacy calls without ``dim``
         dim = 0 if input.ndim in (0, 1, 3) else 1
     if input.ndim == 0:

@@ -38,7 +38,7 @@ class Embedding(Module):
         if self.padding_idx is not None:
             values = self.weight.detach().numpy().copy()
             values[self.padding_idx] = 0
-            init._fill(self.weight, values)
+            init.fill_with(self.weight, values)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx)
