@@ -124,6 +124,7 @@ def test_out_of_memory_names_the_tensor_and_the_next_run_answers(gpu: GPUBackend
     feeds = {"x": np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)}
     session.run(None, feeds)
     runtime = gpu.runtime
+    gc.collect()  # earlier tests' garbage must not come back during the failed run and be counted
     runtime.trim()
     live = runtime.memory().live
     runtime.inject(Fault.OUT_OF_MEMORY, after=1)  # the feed's upload succeeds, the first node's output fails

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -22,8 +23,12 @@ def locked() -> dict[str, str]:
 
 
 def installed() -> dict[str, str]:
-    """Each distribution of this environment but the workspace's, with its version."""
-    found = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in metadata.distributions()}
+    """Each distribution installed in this environment's site-packages but the workspace's, with
+    its version. Only there: a package may put its own vendored copies on ``sys.path`` once
+    imported (Ray adds its ``thirdparty_files``), and those are not what the environment holds."""
+    sites = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+    dists = metadata.distributions(path=sites)
+    found = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in dists}
     return {name: version for name, version in found.items() if name not in WORKSPACE}
 
 
