@@ -50,20 +50,16 @@ from .threads import (
 
 #: Elements of the patch matrix of a 1-D convolution copied at once (1 MiB of float32: it stays in cache).
 _TILE = 1 << 18
-#: Elements of the patch matrix im2col fills at a time for 2-D convolutions (2 MiB of float32; tiles
-#: of 1 and 0.5 MiB ran 3-6% slower on PP-OCRv4 det's and MobileNetV2's 3x3 convolutions).
+#: Elements of the patch matrix im2col fills at a time for 2-D convolutions (2 MiB of float32:
+#: smaller tiles ran slower on the 3x3 convolutions measured).
 _ROWS_TILE = 1 << 19
 #: The most output channels for which stride-1 convolutions take the path of products by kernel tap
 #: (:func:`_products_by_tap`) rather than im2col + GEMM, whose GEMM of so few rows packs each patch
-#: for few multiply-adds. 3x3 from 96 channels at 80x80 | 160x160, one thread, fastest of 15, by
-#: tap against im2col: 16 outputs 2.19 | 10.46 against 3.31 | 14.24 ms, 24 3.58 | 15.03 against
-#: 4.21 | 17.78, 32 4.84 | 20.25 against 5.37 | 22.02, 48 6.95 | 30.48 against 6.98 | 28.75.
+#: for few multiply-adds; from about 48 outputs im2col was as fast or faster.
 _BY_TAP_OUTPUTS = 32
 #: The largest planes of 3x3 depthwise convolutions at stride 1 with one pad on every side that
 #: take the flat loop (:func:`.loops.depthwise_conv3x3_same`); larger ones take the phases, which
-#: hold a few planes in L1 at a time. One thread, from cache, fastest of 200, flat against
-#: phases: 960 channels at 7x7 36 | 61 us, 576 at 14x14 60 | 94, 192 at 28x28 72 | 82, 144 at
-#: 56x56 234 | 203.
+#: hold a few planes in L1 at a time (the flat loop was faster up to 28x28, the phases at 56x56).
 _FLAT_PLANE = 1024
 #: Elements of the products by tap computed at a time (4 MiB of float32).
 _BY_TAP_TILE = 1 << 20

@@ -56,13 +56,12 @@ from . import workers
 PARTS_PER_THREAD = 2
 #: The least work (in GEMM multiply-adds) worth splitting: below it, handing parts over costs more.
 MIN_SPLIT_WORK = 4_000_000
-#: The least matrix product work (multiply-adds) that BLAS may spread over its threads. MiniLM
-#: batch 1's products on two threads took 18.8 ms a run on BLAS's threads from 5M on, against
-#: 22.7 ms cut into parts on the pool threads and 35 ms on one thread: handing a part to a
-#: sleeping pool thread costs 10-100 us, and OpenBLAS's threads spin between products.
+#: The least matrix product work (multiply-adds) that BLAS may spread over its threads: from there
+#: on its own threads, which spin between products, beat parts handed to sleeping pool threads
+#: (measured on MiniLM's products; docs/performance.md).
 BLAS_THREADS_WORK = 4_000_000
-#: The least im2col convolution work (multiply-adds an image) split over threads: the parts cost
-#: about 50 us more in all.
+#: The least im2col convolution work (multiply-adds an image) split over threads: below it the
+#: parts cost more to hand over than they save.
 MIN_SPLIT_PRODUCT = 16_000_000
 #: The least depthwise convolution work (outputs times kernel taps) split over threads: MobileNetV2's
 #: layers (up to 4M) ran slower cut, as handing parts over costs about as long as one of them.
