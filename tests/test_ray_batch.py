@@ -61,8 +61,9 @@ def test_session_per_actor_equals_the_session(cluster, tmp_path: Path):
     x = np.random.default_rng(0).standard_normal((300, 5)).astype(np.float32)
     dataset = ray.data.from_items([{"features": row} for row in x], override_num_blocks=3)
     scored = map_session(dataset, str(path), {"x": "features"}, actors=2, batch_size=64)
-    got = np.stack([row["p"] for row in scored.iter_rows()])
-    order = np.stack([row["features"] for row in scored.iter_rows()])
+    rows = list(scored.iter_rows())  # one pass: the actors may hand rows back in another order each time
+    got = np.stack([row["p"] for row in rows])
+    order = np.stack([row["features"] for row in rows])
     expected = spawnml.InferenceSession(str(path)).run(None, {"x": order})[0]
     np.testing.assert_array_equal(got, expected)
 
