@@ -22,7 +22,7 @@ def one_microsoft_node(op_type: str) -> bytes:
 @pytest.mark.parametrize(
     ("op_type", "tool"),
     [
-        ("GroupQueryAttention", "onnxruntime-genai's model builder"),
+        ("SparseAttention", "onnxruntime-genai's model builder"),
         ("BiasSplitGelu", "for Stable Diffusion models"),
         ("BeamSearch", "convert_generation"),
     ],

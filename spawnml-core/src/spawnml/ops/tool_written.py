@@ -11,15 +11,12 @@ _GENAI = "onnxruntime-genai's model builder"
 
 #: ``(domain, operator) -> the tool that typically writes it``.
 WRITTEN_BY: dict[tuple[str, str], str] = {
-    (MICROSOFT, "GroupQueryAttention"): f"{_GENAI} (and {_TRANSFORMERS} for decoder models)",
     (MICROSOFT, "SparseAttention"): _GENAI,
     (MICROSOFT, "MatMulBnb4"): "bitsandbytes-style 4-bit weight quantization of onnxruntime",
-    (MICROSOFT, "BiasAdd"): _DIFFUSION,
     (MICROSOFT, "BiasSplitGelu"): _DIFFUSION,
     (MICROSOFT, "GroupNorm"): _DIFFUSION,
     (MICROSOFT, "SkipGroupNorm"): _DIFFUSION,
     (MICROSOFT, "NhwcConv"): _DIFFUSION,
-    (MICROSOFT, "BiasSoftmax"): _TRANSFORMERS,
     (MICROSOFT, "BiasDropout"): "onnxruntime-training's graph transformers",
     (MICROSOFT, "PackedAttention"): f"{_TRANSFORMERS} (packing mode)",
     (MICROSOFT, "PackedMultiHeadAttention"): f"{_TRANSFORMERS} (packing mode)",

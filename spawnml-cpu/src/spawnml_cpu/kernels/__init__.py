@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (  # noqa: F401  (registration by import)
     attention,
     contrib,
+    contrib_attention,
     contrib_quant,
     control,
     conv_transpose,

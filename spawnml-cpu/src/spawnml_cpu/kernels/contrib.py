@@ -1,6 +1,6 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
-activations, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
-MultiHeadAttention, RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv,
+activations, BiasAdd, BiasSoftmax, skip and simplified layer normalization,
+EmbedLayerNormalization, Attention, RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
 16-bit floats are computed in float32. Normalization statistics come out in float32 (or
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
+from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
 from spawnml.ops.shapes import as_text, normalize_axis
 
@@ -34,7 +35,8 @@ FLOAT32 = np.dtype(np.float32)
 STASH_CODES = (1, 11)
 
 
-def _given(node: Node, index: int) -> bool:
+def given(node: Node, index: int) -> bool:
+    """Whether the node's optional input ``index`` is given."""
     return index < len(node.inputs) and bool(node.inputs[index])
 
 
@@ -62,12 +64,30 @@ def _activation(fn: Callable[[Array], Array]) -> Callable[..., Array]:
 KERNELS.register("Gelu", domain=MS)(_activation(erf_gelu))
 KERNELS.register("BiasGelu", domain=MS)(_activation(erf_gelu))
 KERNELS.register("FastGelu", domain=MS)(_activation(tanh_gelu))
+KERNELS.register("BiasAdd", domain=MS)(_activation(lambda total: total))
 
 
 @KERNELS.register("QuickGelu", domain=MS)
 def _quick_gelu(ctx: KernelContext, x: Array) -> Array:
     work = widen(x)
     return (work * sigmoid(work * work.dtype.type(ctx.attrs["alpha"]))).astype(x.dtype, copy=False)
+
+
+@KERNELS.register("BiasSoftmax", domain=MS)
+def _bias_softmax(ctx: KernelContext, data: Array, bias: Array) -> Array:
+    """Softmax of ``data + bias`` over the axes from ``axis`` on, as one row each; the bias
+    broadcasts against the data (over inner or outer axes, as ``is_inner_broadcast`` says)."""
+    try:
+        fits = np.broadcast_shapes(data.shape, bias.shape) == data.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise InvalidArgumentError(
+            f"BiasSoftmax: a bias of shape {list(bias.shape)} does not broadcast to data {list(data.shape)}"
+        )
+    axis = normalize_axis(ctx.attrs["axis"], data.ndim)
+    rows = (widen(data) + widen(bias)).reshape(*data.shape[:axis], -1)
+    return softmax(rows).reshape(data.shape).astype(data.dtype, copy=False)
 
 
 # Normalization -------------------------------------------------------------------------------
@@ -282,16 +302,16 @@ def _check_attention(node: Node, opset: int) -> str | None:
     if (
         attrs.get("do_rotary", 0)
         or attrs.get("past_present_share_buffer", 0)
-        or _given(node, PAST_SEQUENCE_LENGTH)
+        or given(node, PAST_SEQUENCE_LENGTH)
     ):
         return "rotary embedding and a shared past/present buffer are not implemented"
-    if _given(node, PAST) and _given(node, ATTENTION_BIAS):
+    if given(node, PAST) and given(node, ATTENTION_BIAS):
         return "past and attention_bias cannot be used together"
     sizes = attrs.get("qkv_hidden_sizes")
     heads = attrs.get("num_heads", 0)
     if heads < 1 or (sizes and (len(sizes) != 3 or sizes[0] != sizes[1] or any(s % heads for s in sizes))):
         return f"qkv_hidden_sizes={sizes} must be three sizes, Q's equal to K's, each divisible by num_heads"
-    if sizes and sizes[1] != sizes[2] and (_given(node, PAST) or any(node.outputs[1:])):
+    if sizes and sizes[1] != sizes[2] and (given(node, PAST) or any(node.outputs[1:])):
         return "past and present need keys and values of the same size"
     return None
 
@@ -369,15 +389,29 @@ def attend_heads(
     """``num_heads`` heads of scaled dot-product attention of ``query [B, S, D]`` over ``key``
     and ``value [B, L, D]`` (after ``past``'s keys and values, where given), with the key mask,
     causality and additive bias of onnxruntime's attention operators."""
-    attrs = ctx.attrs
-    heads = attrs["num_heads"]
+    heads = ctx.attrs["num_heads"]
     q, k, v = (split_heads(part, heads) for part in (query, key, value))
     if past is not None:
         k, v = np.concatenate([widen(past[0]), k], axis=2), np.concatenate([widen(past[1]), v], axis=2)
+    output = attend_split(ctx.attrs, q, k, v, mask_index, attention_bias).astype(dtype)
+    wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
+    return output, np.stack([k, v]).astype(dtype) if wanted else None
+
+
+def attend_split(
+    attrs: dict[str, Any],
+    q: Array,
+    k: Array,
+    v: Array,
+    mask_index: Array | None,
+    attention_bias: Array | None,
+) -> Array:
+    """Attention of heads ``q [B, N, S, H]`` over ``k`` and ``v [B, N, T, H]``, whose last ``S``
+    keys are the queries' own (the rest cached before them), merged to ``[B, S, N * H]``."""
     past_length = k.shape[2] - q.shape[2]
     scale = attrs.get("scale") or 1 / math.sqrt(q.shape[-1])
     scores = matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
-    mask = np.zeros((query.shape[0], q.shape[2], k.shape[2]), np.float32)
+    mask = np.zeros((q.shape[0], q.shape[2], k.shape[2]), np.float32)
     if mask_index is not None:
         mask = _attention_mask(mask_index, *mask.shape, attrs["mask_filter_value"])
     if attrs.get("unidirectional", 0):
@@ -385,49 +419,7 @@ def attend_heads(
     scores = scores + mask[:, None]
     if attention_bias is not None:
         scores = scores + widen(attention_bias)
-    output = merge_heads(matmul(softmax(scores), v)).astype(dtype)
-    wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
-    return output, np.stack([k, v]).astype(dtype) if wanted else None
-
-
-# MultiHeadAttention --------------------------------------------------------------------------
-
-#: MultiHeadAttention's inputs from the key/value cache on, which the CPU does not take.
-MHA_PAST = 6
-
-
-def _check_multi_head_attention(node: Node, opset: int) -> str | None:
-    if not (_given(node, 1) and _given(node, 2)):
-        return "packed query/key/value (no separate key and value) is not supported"
-    if any(_given(node, index) for index in range(MHA_PAST, len(node.inputs))) or any(node.outputs[1:]):
-        return "past and present keys and values are not supported"
-    return None if node.attrs.get("num_heads", 0) >= 1 else "num_heads must be at least 1"
-
-
-@KERNELS.register("MultiHeadAttention", domain=MS, check=_check_multi_head_attention)
-def _multi_head_attention(
-    ctx: KernelContext,
-    query: Array,
-    key: Array,
-    value: Array,
-    bias: Array | None = None,
-    key_padding_mask: Array | None = None,
-    attention_bias: Array | None = None,
-) -> Array:
-    """Attention of ``query [B, S, D]`` over ``key`` and ``value [B, L, D]`` projected already,
-    with the projections' ``bias [D + D + Dv]`` added first."""
-    if query.ndim != 3 or key.ndim != 3 or value.ndim != 3:
-        raise ValueError(
-            f"MultiHeadAttention: query, key and value of ranks {query.ndim}, {key.ndim}, {value.ndim}: "
-            "only the [batch, sequence, hidden] layout is supported on the CPU"
-        )
-    parts = [widen(part) for part in (query, key, value)]
-    if bias is not None:
-        ends = np.cumsum([part.shape[-1] for part in parts])[:-1]
-        parts = [part + widen(share) for part, share in zip(parts, np.split(bias, ends), strict=True)]
-    q, k, v = parts
-    output, _ = attend_heads(ctx, q, k, v, query.dtype, key_padding_mask, None, attention_bias)
-    return output
+    return merge_heads(matmul(softmax(scores), v))
 
 
 # RotaryEmbedding -----------------------------------------------------------------------------
@@ -463,18 +455,28 @@ def _rotary_embedding(
         positions = np.broadcast_to(position_ids.reshape(-1)[0] + np.arange(length), (batch, length))
     else:
         positions = position_ids
-    cos, sin = (widen(cache)[positions][:, :, None, :] for cache in (cos_cache, sin_cache))
-    work = widen(tokens)
-    turned = work[..., :rotary]
-    if attrs["interleaved"]:
+    y = rotate(widen(tokens), positions, cos_cache, sin_cache, rotary, bool(attrs["interleaved"]))
+    y = y.astype(x.dtype, copy=False)
+    return y.reshape(x.shape) if x.ndim == 3 else np.swapaxes(y, 1, 2)
+
+
+def rotate(
+    tokens: Array, positions: Array, cos_cache: Array, sin_cache: Array, rotary: int, interleaved: bool
+) -> Array:
+    """The first ``rotary`` values of each head of ``tokens [B, S, N, H]`` turned by the angles of
+    their ``positions [B, S]`` in the caches: halves (``x1 * cos - x2 * sin``, ``x2 * cos + x1 *
+    sin``), or even and odd pairs when ``interleaved``."""
+    half = rotary // 2
+    cos, sin = (widen(cache)[positions][:, :, None, :half] for cache in (cos_cache, sin_cache))
+    turned = tokens[..., :rotary]
+    if interleaved:
         first, second = turned[..., 0::2], turned[..., 1::2]
         rotated = np.stack([first * cos - second * sin, first * sin + second * cos], axis=-1)
         rotated = rotated.reshape(turned.shape)
     else:
         first, second = turned[..., :half], turned[..., half:]
         rotated = np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
-    y = np.concatenate([rotated, work[..., rotary:]], axis=-1).astype(x.dtype, copy=False)
-    return y.reshape(x.shape) if x.ndim == 3 else np.swapaxes(y, 1, 2)
+    return np.concatenate([rotated, tokens[..., rotary:]], axis=-1)
 
 
 # FusedMatMul ---------------------------------------------------------------------------------
@@ -513,7 +515,7 @@ def _check_matmul_nbits(node: Node, opset: int) -> str | None:
         return f"bits={bits} is not one of {list(NBITS)}"
     if block < 16 or block & (block - 1):
         return f"block_size={block} is not a power of two of at least 16"
-    if _given(node, G_IDX) or attrs.get("weight_prepacked", 0):
+    if given(node, G_IDX) or attrs.get("weight_prepacked", 0):
         return "g_idx and prepacked weights are not supported"
     return None
 

@@ -1,7 +1,8 @@
-"""onnxruntime's contrib operators as it defines them: the com.microsoft activations, skip
-and simplified layer normalization, EmbedLayerNormalization, Attention, MultiHeadAttention,
-RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv, and the two normalizations it adds to
-the ai.onnx domain (LayerNormalization before opset 17, SimplifiedLayerNormalization)."""
+"""onnxruntime's contrib operators as it defines them: the com.microsoft activations, BiasAdd,
+BiasSoftmax, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
+MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, FusedMatMul, MatMulNBits and
+FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
+opset 17, SimplifiedLayerNormalization)."""
 
 from __future__ import annotations
 
@@ -83,13 +84,42 @@ def _infer_fused_matmul(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(_input(ctx, 0).dtype, matmul_shape(*shapes))]
 
 
+def _value_width(query: Shape, key: Shape, value: Shape) -> Dim:
+    """MultiHeadAttention's output width: V's hidden size, from V ``[B, L, Dv]`` or ``[B, N, L,
+    Hv]``, packed K/V ``[B, L, N, 2, H]`` or packed Q/K/V ``[B, S, N, 3, H]``."""
+    if value is not None and len(value) in (3, 4):
+        return value[-1] if len(value) == 3 else _product(value[1], value[3])
+    packed = key if key is not None else query
+    return _product(packed[2], packed[4]) if packed is not None and len(packed) == 5 else None
+
+
+def _product(first: Dim, second: Dim) -> Dim:
+    return first * second if isinstance(first, int) and isinstance(second, int) else None
+
+
 def _infer_multi_head_attention(ctx: InferenceContext) -> list[TensorType]:
-    """``[B, S, Dv]`` from a 3-D query and value (V's width); the present key and value, and the
-    scores, unknown."""
-    query, value = _input(ctx, 0), _input(ctx, 2)
-    width = value.shape[-1] if value.shape is not None and len(value.shape) == 3 else None
-    output = (*query.shape[:2], width) if query.shape is not None and len(query.shape) == 3 else None
+    """``[B, S, Dv]``; the present key and value, and the scores, unknown."""
+    query = _input(ctx, 0)
+    width = _value_width(query.shape, _input(ctx, 1).shape, _input(ctx, 2).shape)
+    output = None if query.shape is None or len(query.shape) < 3 else (*query.shape[:2], width)
     return [TensorType(query.dtype, output), *[TensorType(query.dtype, None)] * 3]
+
+
+def _infer_group_query_attention(ctx: InferenceContext) -> list[TensorType]:
+    """``[B, S, N * H]``, and the present key and value ``[B, N_kv, T, H]`` (T unknown: the
+    larger of the cache's and the total sequence length)."""
+    query, heads, kv_heads = _input(ctx, 0), ctx.attrs["num_heads"], ctx.attrs["kv_num_heads"]
+    if query.shape is None or len(query.shape) != 3 or not isinstance(query.shape[2], int):
+        return [TensorType(query.dtype, None)] * 3 + [TensorType(FLOAT32, None)]
+    packed = ctx.input(1) is None
+    head_size = query.shape[2] // (heads + 2 * kv_heads if packed else heads)
+    present = TensorType(query.dtype, (query.shape[0], kv_heads, None, head_size))
+    return [
+        TensorType(query.dtype, (*query.shape[:2], heads * head_size)),
+        present,
+        present,
+        TensorType(FLOAT32, None),
+    ]
 
 
 def _infer_matmul_nbits(ctx: InferenceContext) -> list[TensorType]:
@@ -129,6 +159,14 @@ SCHEMAS: list[OpSchema] = [
     _ms("FastGelu", same_as_input(), inputs=(1, 2)),
     _ms("BiasGelu", broadcast_inputs(), inputs=(2, 2)),
     _ms("QuickGelu", same_as_input(), Attribute("alpha", "float", float(np.float32(1.702)))),
+    _ms("BiasAdd", same_as_input(), inputs=(3, 3)),
+    _ms(
+        "BiasSoftmax",
+        same_as_input(),
+        Attribute("axis", "int", 1),
+        Attribute("is_inner_broadcast", "int", REQUIRED),
+        inputs=(2, 2),
+    ),
     _ms("SkipLayerNormalization", _infer_skip_normalization, _EPSILON_12, inputs=(3, 5), outputs=(1, 4)),
     _ms(
         "SkipSimplifiedLayerNormalization",
@@ -181,6 +219,29 @@ SCHEMAS: list[OpSchema] = [
         Attribute("scale", "float"),
         Attribute("unidirectional", "int", 0),
         inputs=(1, 10),
+        outputs=(1, 4),
+    ),
+    _ms(
+        "GroupQueryAttention",
+        _infer_group_query_attention,
+        Attribute("num_heads", "int", REQUIRED),
+        Attribute("kv_num_heads", "int", REQUIRED),
+        Attribute("scale", "float", 0.0),
+        Attribute("softcap", "float", 0.0),
+        Attribute("local_window_size", "int", -1),
+        Attribute("causal", "int", 1),
+        Attribute("do_rotary", "int", 0),
+        Attribute("rotary_interleaved", "int", 0),
+        Attribute("smooth_softmax", "int", -1),
+        Attribute("qk_output", "int", 0),
+        Attribute("sliding_window_cache", "int", 0),
+        Attribute("kv_cache_bit_width", "int", 0),
+        Attribute("k_quant_type", "string", "NONE"),
+        Attribute("v_quant_type", "string", "NONE"),
+        Attribute("qk_norm_epsilon", "float", float(np.float32(1e-6))),
+        Attribute("q_norm_epsilon", "float"),
+        Attribute("k_norm_epsilon", "float"),
+        inputs=(7, 17),
         outputs=(1, 4),
     ),
     _ms(
