@@ -387,9 +387,10 @@ def test_multi_head_attention(mask: str, cross: bool):
     _assert_same(_run(model, feeds), rtol=1e-6)
 
 
-def test_multi_head_attention_refuses_packed_inputs():
+def test_multi_head_attention_refuses_bias_with_packed_inputs():
     x = np.zeros((1, 2, 2, 3, 4), np.float32)
-    model = _model("MultiHeadAttention", [("qkv", x)], 1, ("qkv",), num_heads=2)
+    inputs = [("qkv", x), ("k", None), ("v", None), ("bias", np.zeros(24, np.float32))]
+    model = _model("MultiHeadAttention", inputs, 1, ("qkv",), num_heads=2)
     with pytest.raises(spawnml.errors.UnsupportedOperatorError, match="packed query/key/value"):
         spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])
 
