@@ -1,50 +1,82 @@
-"""OCR geometry and DBNet post-processing on hand-made masks and maps, without model files."""
+"""DBNet post-processing and line crops against rapidocr-onnxruntime's own, on synthetic maps and images.
+
+rapidocr's ``DBPostProcess`` (the reference pipeline's) and the pipeline's ``boxes_from_map`` read
+the same probability maps: the boxes must be equal to a pixel and the scores to float rounding.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from spawnml_models.ocr.detection import box_score, boxes_from_map, detector_size
-from spawnml_models.ocr.geometry import (
-    connected_regions,
-    convex_hull,
-    convex_polygon_mask,
-    expand_rect,
-    min_area_rect,
-    order_box,
-)
-from spawnml_models.ocr.pipeline import reading_order
+from spawnml_models.ocr.detection import DBSettings, boxes_from_map, detector_size
+from spawnml_models.ocr.geometry import min_area_rect, order_box, unclip
+from spawnml_models.ocr.pipeline import crop, reading_order
+
+RNG = np.random.default_rng(0)
 
 
-def test_connected_regions_join_diagonal_neighbours_only():
-    mask = np.zeros((6, 8), dtype=bool)
-    mask[0, 0] = mask[1, 1] = True  # diagonal: one region
-    mask[4:6, 3:7] = True  # a block
-    mask[0, 7] = True  # alone
-    regions = connected_regions(mask)
-    bounds = sorted((tuple(r.min(axis=0)), tuple(r.max(axis=0))) for r in regions)
-    assert bounds == [((0, 0), (1, 1)), ((3, 4), (6, 5)), ((7, 0), (7, 0))]
+def blocks_map(height: int, width: int, blocks: list[tuple[int, int, int, int]]) -> np.ndarray:
+    """A probability map with noisy text-like blocks (top, left, bottom, right) on a low background."""
+    probability = RNG.uniform(0.0, 0.2, (height, width)).astype(np.float32)
+    for top, left, bottom, right in blocks:
+        probability[top:bottom, left:right] = RNG.uniform(0.6, 1.0, (bottom - top, right - left))
+    return probability
 
 
-def test_connected_regions_of_a_u_shape_is_one_region():
-    mask = np.zeros((5, 5), dtype=bool)
-    mask[:, 0] = mask[:, 4] = mask[4, :] = True
-    assert len(connected_regions(mask)) == 1
+def rapidocr_boxes(probability: np.ndarray, width: int, height: int, settings: DBSettings):
+    from rapidocr_onnxruntime.ch_ppocr_det.utils import DBPostProcess
+
+    postprocess = DBPostProcess(
+        thresh=settings.threshold,
+        box_thresh=settings.box_threshold,
+        max_candidates=settings.max_candidates,
+        unclip_ratio=settings.unclip_ratio,
+        use_dilation=True,
+    )
+    return postprocess(probability[None, None], (height, width))
 
 
-def test_convex_hull_drops_inner_points():
-    square = np.array([[0, 0], [4, 0], [4, 4], [0, 4], [2, 2], [1, 3]], dtype=float)
-    assert sorted(map(tuple, convex_hull(square))) == [(0, 0), (0, 4), (4, 0), (4, 4)]
+MAPS = {
+    "lines": (blocks_map(96, 160, [(10, 8, 22, 150), (40, 20, 52, 90), (70, 100, 76, 104)]), 320, 192),
+    "tilted": (
+        np.clip(np.rot90(blocks_map(120, 120, [(30, 10, 44, 110), (70, 30, 80, 90)]), 1) * 1.0, 0, 1).astype(
+            np.float32
+        ),
+        240,
+        240,
+    ),
+    "empty": (RNG.uniform(0.0, 0.2, (32, 32)).astype(np.float32), 32, 32),
+}
 
 
-@pytest.mark.parametrize("angle", [0.0, 0.3, -0.5, 1.2])
-def test_min_area_rect_recovers_a_rotated_rectangle(angle: float):
+@pytest.mark.parametrize("name", MAPS)
+def test_boxes_from_map_match_rapidocr(name: str):
+    probability, width, height = MAPS[name]
+    settings = DBSettings()
+    boxes, scores = boxes_from_map(probability, width, height, settings)
+    expected_boxes, expected_scores = rapidocr_boxes(probability, width, height, settings)
+    assert len(boxes) == len(expected_boxes)
+    if boxes:
+        np.testing.assert_allclose(np.stack(boxes), np.asarray(expected_boxes), atol=1.0)
+        np.testing.assert_allclose(scores, expected_scores, rtol=1e-6)
+
+
+def test_min_area_rect_recovers_a_rotated_rectangle():
+    angle = 0.3
     rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     corners = np.array([[0, 0], [40, 0], [40, 10], [0, 10]], dtype=float) @ rotation.T + [100, 100]
-    inside = corners.mean(axis=0) + np.random.default_rng(0).uniform(-3, 3, (20, 2))
+    inside = corners.mean(axis=0) + RNG.uniform(-3, 3, (20, 2))
     box, short = min_area_rect(np.concatenate([corners, inside]))
-    assert short == pytest.approx(10)
-    assert sorted(map(tuple, np.round(box, 6))) == sorted(map(tuple, np.round(corners, 6)))
+    assert short == pytest.approx(10, abs=1e-3)
+    np.testing.assert_allclose(box, order_box(corners), atol=1e-3)
+
+
+def test_unclip_grows_each_side_by_area_over_perimeter():
+    box = np.array([[0, 0], [30, 0], [30, 10], [0, 10]], dtype=float)
+    distance = 1.6 * 300 / 80
+    grown, short = min_area_rect(unclip(box, 1.6))
+    assert short == pytest.approx(10 + 2 * distance, abs=1.0)
+    np.testing.assert_allclose(grown[0], [-distance, -distance], atol=1.0)
 
 
 def test_order_box_reads_top_left_first():
@@ -52,48 +84,20 @@ def test_order_box_reads_top_left_first():
     np.testing.assert_array_equal(box, [[0, 0], [10, 0], [10, 5], [0, 5]])
 
 
-def test_expand_rect_grows_each_side_by_the_unclip_distance():
-    box = np.array([[0, 0], [30, 0], [30, 10], [0, 10]], dtype=float)
-    grown, short = expand_rect(box, 1.6)
-    distance = 1.6 * 300 / 80
-    np.testing.assert_allclose(
-        grown,
-        [
-            [-distance, -distance],
-            [30 + distance, -distance],
-            [30 + distance, 10 + distance],
-            [-distance, 10 + distance],
-        ],
-    )
-    assert short == pytest.approx(10 + 2 * distance)
+@pytest.mark.parametrize(
+    "quad",
+    [
+        [[5, 3], [45, 6], [47, 30], [4, 28]],
+        [[10, 2], [18, 2], [18, 40], [10, 40]],  # tall: turned upright
+    ],
+)
+def test_crop_matches_rapidocr(quad):
+    from rapidocr_onnxruntime import RapidOCR
 
-
-def test_convex_polygon_mask_includes_edges():
-    mask = convex_polygon_mask(np.array([[1, 1], [3, 1], [3, 2], [1, 2]]), 4, 5)
-    assert mask.sum() == 6 and mask[1:3, 1:4].all()
-
-
-def test_box_score_is_the_mean_inside_the_box():
-    probability = np.zeros((10, 10), dtype=np.float32)
-    probability[2:5, 2:8] = 0.8
-    assert box_score(probability, np.array([[2, 2], [7, 2], [7, 4], [2, 4]], dtype=float)) == pytest.approx(
-        0.8
-    )
-
-
-def test_boxes_from_map_finds_and_scales_text_blocks():
-    probability = np.zeros((64, 128), dtype=np.float32)
-    probability[10:20, 10:100] = 0.9
-    probability[40:44, 20:22] = 0.9  # too thin after thresholding: dropped
-    boxes, scores = boxes_from_map(probability, width=256, height=128)
-    assert len(boxes) == 1 and scores[0] > 0.8
-    left, top = boxes[0].min(axis=0)
-    right, bottom = boxes[0].max(axis=0)
-    assert left < 20 < 200 < right and top < 20 < 40 < bottom  # scaled by 2, unclipped outwards
-
-
-def test_boxes_from_map_of_an_empty_map():
-    assert boxes_from_map(np.zeros((32, 32), dtype=np.float32), 32, 32) == ([], [])
+    image = RNG.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    box = np.array(quad, dtype=np.float32)
+    (expected,) = RapidOCR.get_crop_img_list(None, image, [box])  # an instance method that uses no state
+    np.testing.assert_array_equal(crop(image, box), expected)
 
 
 def test_detector_size_is_a_multiple_of_32_with_the_short_side_near_736():

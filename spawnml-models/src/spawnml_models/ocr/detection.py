@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import spawnml
 
-from .geometry import connected_regions, convex_polygon_mask, expand_rect, min_area_rect, order_box
+from .geometry import min_area_rect, order_box, polygon_mean, region_outlines, unclip
 from .imaging import resize_bilinear
+from .libraries import opencv
 
 #: The shorter side the detector sees (PP-OCRv4's ``limit_side_len`` with ``limit_type: min``).
 MIN_SIDE = 736
@@ -80,40 +81,23 @@ def boxes_from_map(
     probability: np.ndarray, width: int, height: int, settings: DBSettings = DBSettings()
 ) -> tuple[list[np.ndarray], list[float]]:
     """Text boxes in a ``width`` x ``height`` image from the detector's (H, W) probability map."""
-    mask = _dilate(probability > settings.threshold)
+    # A 2x2 dilation anchored at its centre: each pixel or its up-left neighbours.
+    mask = opencv().dilate((probability > settings.threshold).astype(np.uint8), np.ones((2, 2), np.uint8))
     scale = np.array([width / probability.shape[1], height / probability.shape[0]])
     boxes, scores = [], []
-    for region in connected_regions(mask)[: settings.max_candidates]:
+    for region in region_outlines(mask)[: settings.max_candidates]:
         box, short_side = min_area_rect(region)
         if short_side < settings.min_size:
             continue
-        score = box_score(probability, box)
+        score = polygon_mean(probability, box)
         if score < settings.box_threshold:
             continue
-        box, short_side = expand_rect(box, settings.unclip_ratio)
+        box, short_side = min_area_rect(unclip(box, settings.unclip_ratio))
         if short_side < settings.min_size + 2:
             continue
         boxes.append(np.clip(np.round(box * scale), 0, [width, height]))
         scores.append(score)
     return boxes, scores
-
-
-def box_score(probability: np.ndarray, box: np.ndarray) -> float:
-    """Mean probability over the pixels inside ``box`` (corners truncated to whole pixels)."""
-    height, width = probability.shape
-    low = np.clip(np.floor(box.min(axis=0)).astype(int), 0, [width - 1, height - 1])
-    high = np.clip(np.ceil(box.max(axis=0)).astype(int), 0, [width - 1, height - 1])
-    window = probability[low[1] : high[1] + 1, low[0] : high[0] + 1]
-    inside = convex_polygon_mask((box - low).astype(np.int32), *window.shape)
-    return float(window[inside].mean()) if inside.any() else 0.0
-
-
-def _dilate(mask: np.ndarray) -> np.ndarray:
-    """``mask`` dilated by a 2x2 square anchored at its centre: each pixel or its up-left neighbours."""
-    grown = mask.copy()
-    grown[1:] |= mask[:-1]
-    grown[:, 1:] |= grown[:, :-1].copy()
-    return grown
 
 
 def _side_lengths(box: np.ndarray) -> tuple[int, int]:
