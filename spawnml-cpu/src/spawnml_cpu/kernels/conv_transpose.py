@@ -8,6 +8,7 @@ and a compiled loop places each tile's taps, plus the bias, straight into the ou
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from spawnml.backend import KernelContext
@@ -21,13 +22,16 @@ from .threads import blas_for, one_blas_thread
 #: det's layers, 256 KiB made the 24 -> 24 channel one about 15% slower (more, smaller GEMMs) and
 #: 2 MiB the 24 -> 1 channel one about 15% slower (sums out of cache).
 _TILE = 1 << 20
+#: Element types the compiled col2im takes.
+_COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Grouped transposed convolution of ``x (N, C, *S)`` with ``w (C, M/group, *K)``.
 
-    One GEMM per group gives every tap's contribution; col2im adds them by strided
-    slices, one slice per kernel tap, then the padding is cropped.
+    One GEMM per group over the whole batch gives every tap's contribution; col2im adds them,
+    one tap after another, and crops the padding: a compiled loop for float 1-D and 2-D ones,
+    strided slices (one per tap) for the others.
     """
     group = attrs.get("group", 1)
     kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
@@ -41,6 +45,8 @@ def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     with blas_for(weights.size * batch * points):
         cols = grouped_matmul(weights, inputs.reshape(group, channels // group, batch * points))
     cols = cols.reshape(out_channels, *kernel, batch, *sizes)
+    if len(kernel) in (1, 2) and cols.dtype in _COMPILED:
+        return _scatter_compiled(cols, strides, dilations, axes)
     full = [
         max((size - 1) * s + (k - 1) * d + 1, begin + out)
         for size, s, k, d, (out, begin, _) in zip(sizes, strides, kernel, dilations, axes, strict=True)
@@ -54,6 +60,25 @@ def deconvolve(attrs: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         y[(slice(None), slice(None), *target)] += cols[(slice(None), *tap)]
     crop = tuple(slice(begin, begin + out) for out, begin, _ in axes)
     return np.moveaxis(y[(slice(None), slice(None), *crop)], 1, 0)
+
+
+def _scatter_compiled(
+    cols: np.ndarray, strides: Sequence[int], dilations: Sequence[int], axes: Sequence[tuple[int, ...]]
+) -> np.ndarray:
+    """col2im of the taps' products ``cols (M, *K, N, *S)`` of a 1-D or 2-D transposed
+    convolution into its ``(N, M, *out)`` output, on :func:`.loops_patches.scatter_patches2d`
+    (1-D lifted to 2-D). The sums are those of the strided slices, in the same order."""
+    from . import loops_patches
+
+    if cols.ndim == 4:  # (M, K, N, S): a height of one
+        lifted = cols.reshape(cols.shape[0], 1, cols.shape[1], cols.shape[2], 1, cols.shape[3])
+        y = _scatter_compiled(lifted, (1, *strides), (1, *dilations), [(1, 0, 0), *axes])
+        return y[:, :, 0]
+    out = tuple(size for size, _, _ in axes)
+    begins = tuple(begin for _, begin, _ in axes)
+    y = np.empty((cols.shape[3], cols.shape[0], *out), dtype=cols.dtype)
+    loops_patches.scatter_patches2d(cols, tuple(strides), tuple(dilations), begins, y)
+    return y
 
 
 def taps_tile(attrs: dict, sizes: tuple[int, ...], kernel: tuple[int, ...]) -> bool:
