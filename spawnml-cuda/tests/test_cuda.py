@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 from importlib.util import find_spec
+from typing import cast
 
 import numpy as np
 import pytest
@@ -42,15 +43,17 @@ def test_renderer_records_the_block_shape():
 
 @pytest.fixture(scope="module")
 def cuda() -> CUDABackend:
-    return backend_or_skip("cuda")
+    return cast(CUDABackend, backend_or_skip("cuda"))
 
 
-def session_of(op: str, *inputs: tuple[str, tuple[int, ...]]) -> spawnml.InferenceSession:
+def session_of(
+    op: str, *inputs: tuple[str, tuple[int, ...]], out: type = np.float32
+) -> spawnml.InferenceSession:
     """``y = op(*inputs)`` over float32 inputs of the given names and shapes, on cuda."""
     graph = Graph(
         nodes=[Node(op, [name for name, _ in inputs], ["y"])],
         inputs=[Value(name, np.dtype(np.float32), shape) for name, shape in inputs],
-        outputs=[Value("y", np.dtype(np.float32), None)],
+        outputs=[Value("y", np.dtype(out), None)],
         opset_imports={"": 17},
     )
     return spawnml.InferenceSession(graph, providers=["cuda"])
@@ -121,3 +124,33 @@ def test_out_of_memory_is_a_device_memory_error(cuda):
         runtime.alloc(runtime.max_buffer_bytes - 4096)  # the whole card: cupy's pool cannot
     handle, size = runtime.alloc(1024)  # and the device is still usable
     runtime.free(handle, size)
+
+
+def test_a_session_replays_as_cuda_graphs(cuda):
+    from spawnml_cuda.graph_session import GraphSession
+
+    session = GraphSession(session_of("MatMul", ("a", (3, 130, 70)), ("b", (70, 90))))
+    rng = np.random.default_rng(4)
+    b = rng.standard_normal((70, 90), np.float32)
+    launches = []
+    for _ in range(4):
+        a = rng.standard_normal((3, 130, 70), np.float32)
+        before = cuda.traffic().launches
+        (got,) = session.run(None, {"a": a, "b": b})
+        launches.append(cuda.traffic().launches - before)
+        np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    report = session.report
+    assert (report.eager, report.captures, report.replays, report.refused) == (1, 1, 2, {})
+    assert launches[0] > 0 and launches[2:] == [0, 0]  # replays launch no kernel one by one
+
+
+def test_a_shape_read_from_the_data_is_not_captured_and_says_so(cuda):
+    from spawnml_cuda.graph_session import GraphSession
+
+    session = GraphSession(session_of("NonZero", ("x", (4, 5)), out=np.int64))
+    x = np.random.default_rng(5).standard_normal((4, 5)).astype(np.float32)
+    for _ in range(3):
+        (got,) = session.run(None, {"x": x})
+        np.testing.assert_array_equal(got, np.stack(np.nonzero(x)))
+    ((_, reason),) = session.report.refused.items()
+    assert "read on the host" in reason and "NonZero" in reason

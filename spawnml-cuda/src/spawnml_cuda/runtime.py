@@ -1,14 +1,19 @@
-"""The CUDA runtime over cupy: NVRTC-compiled modules, cupy's memory pool, cuBLAS, one stream."""
+"""The CUDA runtime over cupy: NVRTC-compiled modules, cupy's memory pool, cuBLAS, one stream, and
+CUDA graphs captured on that stream (see :mod:`.graphs`)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import cupy
 import numpy as np
+from cupy_backends.cuda.libs import cublas
 from spawnml.errors import DeviceMemoryError
-from spawnml.gpu import Runtime
+
+from .cublas import WORKSPACE_BYTES, Cublas, row_major_product
+from .graphs import CapturingRuntime
 
 #: Blocks per grid dimension: CUDA's y and z limit, and keeps every thread index within u32.
 MAX_GROUPS = 65535
@@ -18,7 +23,7 @@ MAX_GROUPS = 65535
 CUBLAS_MIN_WORK = 64**3
 
 
-class CUDARuntime(Runtime):
+class CUDARuntime(CapturingRuntime):
     """One CUDA device and one non-blocking stream; only :meth:`copy_out` waits for the device."""
 
     float64 = True  # every CUDA device computes in double precision
@@ -31,6 +36,7 @@ class CUDARuntime(Runtime):
         self.properties = cupy.cuda.runtime.getDeviceProperties(device)
         self.total_bytes = int(self.device.mem_info[1])  # asked once: cudaMemGetInfo is slow
         self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.cublas = Cublas(cublas, self.stream, cupy.cuda.alloc(WORKSPACE_BYTES))
 
     def describe(self) -> str:
         name = self.properties["name"]
@@ -52,11 +58,11 @@ class CUDARuntime(Runtime):
         except cupy.cuda.memory.OutOfMemoryError as error:
             raise DeviceMemoryError(f"out of memory: {error}") from error
 
-    def copy_in(self, handle: Any, data: np.ndarray) -> None:
+    def upload(self, handle: Any, data: np.ndarray) -> None:
         # From pageable memory the call returns once ``data`` is staged, so it may be freed after.
         handle.copy_from_host_async(data.ctypes.data, data.nbytes, self.stream)
 
-    def copy_out(self, handle: Any, nbytes: int) -> bytes:
+    def download(self, handle: Any, nbytes: int) -> bytes:
         out = np.empty(nbytes, np.uint8)
         handle.copy_to_host_async(out.ctypes.data, nbytes, self.stream)
         self.stream.synchronize()
@@ -66,7 +72,7 @@ class CUDARuntime(Runtime):
         function = cupy.RawModule(code=source, backend="nvrtc").get_function(name)
         return function, self.blocks[source]
 
-    def launch(
+    def enqueue(
         self,
         program: tuple[Any, tuple[int, int, int]],
         buffers: Sequence[Any],
@@ -76,18 +82,31 @@ class CUDARuntime(Runtime):
         function, block = program
         function(grid, block, (*buffers, *scalars), stream=self.stream)
 
-    def library_matmul(
+    def enqueue_matmul(
         self, a: Any, b: Any, out: Any, count: int, m: int, n: int, k: int, a_step: int, b_step: int
     ) -> bool:
         if m * n * k < CUBLAS_MIN_WORK:
             return False
-        left = float32_view(a, (count if a_step else 1, m, k))
-        right = float32_view(b, (count if b_step else 1, k, n))
-        with self.stream:  # cupy.matmul calls cuBLAS (strided batched GEMM) on the current stream
-            cupy.matmul(left, right, out=float32_view(out, (count, m, n)))
+        self.cublas.gemm(row_major_product(a.ptr, b.ptr, out.ptr, count, m, n, k, a_step, b_step))
         return True
 
+    # Graphs: cupy captures in relaxed mode, where its pool may still call cudaMalloc (global mode
+    # refuses it); the buffers a capture uses stay its own (see CapturingRuntime).
+    def start_capture(self) -> None:
+        self.stream.begin_capture()
 
-def float32_view(handle: Any, shape: tuple[int, ...]) -> cupy.ndarray:
-    """A cupy array over the first elements of a device buffer (no copy)."""
-    return cupy.ndarray(shape, cupy.float32, memptr=handle)
+    def finish_capture(self) -> Any:
+        graph = self.stream.end_capture()
+        graph.upload(self.stream)  # instantiated and on the device before the first replay
+        return graph
+
+    def discard_capture(self) -> None:
+        # A capture the driver already invalidated ends with an error, and leaves nothing to drop.
+        with contextlib.suppress(cupy.cuda.runtime.CUDARuntimeError):
+            self.stream.end_capture()
+
+    def launch_graph(self, native: Any) -> None:
+        native.launch(self.stream)
+
+    def copy_device(self, source: Any, target: Any, nbytes: int) -> None:
+        target.copy_from_device_async(source, nbytes, self.stream)
