@@ -1,12 +1,12 @@
-"""The direct cuBLAS path (spawnml_cuda.cublas): each product's call, as cupy's binding receives it,
-is run by a stand-in for cuBLAS that computes what the BLAS standard says the call computes
-(column-major operands read through their leading dimensions and batch strides) over host
-memory, and compared with numpy's row-major product."""
+"""The direct cuBLAS path (spawnml_cuda.cublas): each product's call, with the arguments cuBLAS's C
+functions receive, is run by a stand-in for cuBLAS that computes what the BLAS standard says the
+call computes (column-major operands read through their leading dimensions and batch strides)
+over host memory, and compared with numpy's row-major product."""
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+import inspect
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from spawnml_cuda.cublas import (
     GEMM_DEFAULT,
     OP_N,
     R_32F,
+    SIGNATURES,
     WORKSPACE_BYTES,
     Cublas,
     row_major_product,
@@ -39,38 +40,33 @@ class Memory:
         return self.arrays[address]
 
 
-@dataclass
-class Stream:
-    ptr: int = 0xABC
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
 class StandInCublas:
-    """cupy's ``cupy_backends.cuda.libs.cublas`` functions this backend calls, over :class:`Memory`."""
+    """cuBLAS's C functions this backend calls, over :class:`Memory`; each returns a status."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, status: int = 0) -> None:
         self.memory = memory
+        self.status = status
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
-    def create(self) -> int:
-        return 7
+    def cublasCreate_v2(self, handle: Any) -> int:
+        handle._obj.value = 7  # what ctypes.byref points at
+        return 0
 
-    def setStream(self, handle: int, stream: int) -> None:
+    def cublasSetStream_v2(self, handle: int, stream: int) -> int:
         self.calls.append(("setStream", (handle, stream)))
+        return 0
 
-    def setWorkspace(self, handle: int, workspace: int, size: int) -> None:
+    def cublasSetWorkspace_v2(self, handle: int, workspace: int, size: int) -> int:
         self.calls.append(("setWorkspace", (handle, workspace, size)))
+        return 0
 
-    def gemmStridedBatchedEx(
+    def cublasGemmStridedBatchedEx(
         self, handle, transa, transb, m, n, k, alpha, a, a_type, lda, stride_a, b, b_type, ldb, stride_b,
         beta, c, c_type, ldc, stride_c, batch, compute, algo,
-    ) -> None:  # fmt: skip
+    ) -> int:  # fmt: skip
         self.calls.append(("gemm", (handle, transa, transb, a_type, b_type, c_type, compute, algo)))
+        if self.status:
+            return self.status
         scale, shift = ctypes.c_float.from_address(alpha).value, ctypes.c_float.from_address(beta).value
         first, second, out = self.memory.at(a), self.memory.at(b), self.memory.at(c)
         for i in range(batch):
@@ -82,6 +78,7 @@ class StandInCublas:
             for col in range(n):
                 start = i * stride_c + col * ldc
                 out[start : start + m] = result[:, col]
+        return 0
 
 
 def column_major(memory: np.ndarray, start: int, rows: int, cols: int, ld: int) -> np.ndarray:
@@ -94,8 +91,7 @@ def column_major(memory: np.ndarray, start: int, rows: int, cols: int, ld: int) 
 def library() -> tuple[Cublas, StandInCublas, Memory]:
     memory = Memory()
     stand_in = StandInCublas(memory)
-    workspace = type("Pointer", (), {"ptr": 0xDEF})()
-    return Cublas(stand_in, Stream(), workspace), stand_in, memory
+    return Cublas(stand_in, 0xABC, 0xDEF), stand_in, memory
 
 
 def test_the_handle_has_the_stream_and_its_own_workspace(library):
@@ -126,3 +122,18 @@ def test_products_match_numpy(library, count, m, n, k, repeat_a, repeat_b):
     got = memory.at(ptr_out).reshape(count, m, n)
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     assert stand_in.calls[-1] == ("gemm", (7, OP_N, OP_N, R_32F, R_32F, R_32F, COMPUTE_32F, GEMM_DEFAULT))
+
+
+def test_a_failing_call_says_so(library):
+    cublas, stand_in, memory = library
+    stand_in.status = 13  # CUBLAS_STATUS_EXECUTION_FAILED
+    a, b, out = memory.put(np.ones((2, 3))), memory.put(np.ones((3, 4))), memory.put(np.zeros((2, 4)))
+    with pytest.raises(RuntimeError, match="cublasGemmStridedBatchedEx failed with cuBLAS status 13"):
+        cublas.gemm(row_major_product(a, b, out, 1, 2, 4, 3, 6, 12))
+
+
+def test_the_declared_signatures_take_what_cublas_takes():
+    for name, arguments in SIGNATURES.items():
+        if hasattr(StandInCublas, name):
+            parameters = inspect.signature(getattr(StandInCublas, name)).parameters
+            assert len(arguments) == len(parameters) - 1, name  # less self

@@ -9,10 +9,9 @@ from typing import Any
 
 import cupy
 import numpy as np
-from cupy_backends.cuda.libs import cublas
 from spawnml.errors import DeviceMemoryError
 
-from .cublas import WORKSPACE_BYTES, Cublas, row_major_product
+from .cublas import WORKSPACE_BYTES, Cublas, load_cublas, row_major_product
 from .graphs import CapturingRuntime
 
 #: Blocks per grid dimension: CUDA's y and z limit, and keeps every thread index within u32.
@@ -36,7 +35,8 @@ class CUDARuntime(CapturingRuntime):
         self.properties = cupy.cuda.runtime.getDeviceProperties(device)
         self.total_bytes = int(self.device.mem_info[1])  # asked once: cudaMemGetInfo is slow
         self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.cublas = Cublas(cublas, self.stream, cupy.cuda.alloc(WORKSPACE_BYTES))
+        self.cublas_workspace = cupy.cuda.alloc(WORKSPACE_BYTES)
+        self.cublas = Cublas(load_cublas(), self.stream.ptr, self.cublas_workspace.ptr)
 
     def describe(self) -> str:
         name = self.properties["name"]
