@@ -11,6 +11,11 @@ onnxruntime-gpu offers it (the column says which). The
 adapter is named, and a software adapter (Mesa's lavapipe, PoCL) is called out: on one, the "GPU"
 column measures this machine's CPU.
 
+Where the backend's runtime captures graphs (CUDA), the same session also runs through
+``spawnml_cuda.graph_session.GraphSession``: each run replays one graph captured at warm-up, and
+the table gives its time and host CPU time per run beside the eager ones (before and after), with
+its largest difference from onnxruntime; a run that could not be captured says why.
+
 PyTorch runs PP-OCRv4 det node by node with its own operators (``torch_graph.py``) and MiniLM as
 transformers' ``BertModel`` with random float32 weights, which SpawnML then runs through its
 SafeTensors BERT port; the int8 MiniLM has no PyTorch counterpart.
@@ -114,10 +119,12 @@ def ort_provider(backend: str) -> str:
     return "CUDAExecutionProvider" if cuda else "CPUExecutionProvider"
 
 
-def runners(case: Case, backend: str) -> dict[str, Callable[[], Any]]:
-    """One callable per runtime, each running the model once and returning host arrays."""
+def runners(case: Case, backend: str) -> tuple[dict[str, Callable[[], Any]], Any]:
+    """One callable per runtime, each running the model once and returning host arrays; and the
+    graph session, where the backend captures graphs (None elsewhere)."""
     import onnxruntime
     import spawnml
+    import spawnml.plugins
 
     ort_providers = list(dict.fromkeys([ort_provider(backend), "CPUExecutionProvider"]))
     sessions = {
@@ -128,9 +135,26 @@ def runners(case: Case, backend: str) -> dict[str, Callable[[], Any]]:
     calls: dict[str, Callable[[], Any]] = {
         name: partial(session.run, None, case.feeds) for name, session in sessions.items()
     }
+    graphs = None
+    if captures_graphs(spawnml.plugins.backends()[backend]):
+        from spawnml_cuda.graph_session import GraphSession
+
+        graphs = GraphSession(sessions[backend])
+        calls[graph_name(backend)] = partial(graphs.run, None, case.feeds)
     if case.torch_run is not None:
         calls["torch"] = case.torch_run
-    return calls
+    return calls, graphs
+
+
+def captures_graphs(gpu: Any) -> bool:
+    """Whether ``gpu``'s runtime captures and replays graphs (the CUDA runtime does)."""
+    from spawnml_cuda.graphs import CapturingRuntime
+
+    return isinstance(gpu.runtime, CapturingRuntime)
+
+
+def graph_name(backend: str) -> str:
+    return f"{backend} graphs"
 
 
 def measure(
@@ -158,10 +182,13 @@ def bench(label: str, case: Case, backend: str, runs: int) -> dict[str, Any]:
     import spawnml.plugins
 
     gpu = spawnml.plugins.backends()[backend]
-    calls = runners(case, backend)
-    outputs = {name: run() for name, run in calls.items()}  # warm-up: compiles kernels, fills pools
+    calls, graphs = runners(case, backend)
+    # Warm-up, two runs: compiles kernels, fills pools, compiles the plan, captures the graph.
+    for run in calls.values():
+        run()
+    outputs = {name: run() for name, run in calls.items()}
     times: dict[str, list[float]] = {name: [] for name in calls}
-    host: list[float] = []
+    host: dict[str, list[float]] = {backend: [], graph_name(backend): []}
     counts = (0, 0, 0)
     for _ in range(runs):
         for name, run in calls.items():
@@ -170,10 +197,22 @@ def bench(label: str, case: Case, backend: str, runs: int) -> dict[str, Any]:
             times[name].append(elapsed)
             if name == backend:
                 counts = moved
-                host.append(cpu)
+            if name in host:
+                host[name].append(cpu)
     ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    got, want = np.asarray(outputs[backend][0]), np.asarray(outputs["onnxruntime"][0])
-    host_ms = statistics.median(host) * 1e3
+    want = np.asarray(outputs["onnxruntime"][0])
+    got = np.asarray(outputs[backend][0])
+    host_ms = statistics.median(host[backend]) * 1e3
+    graph: dict[str, Any] | None = None
+    if graphs is not None:
+        report = graphs.report
+        graph = {
+            "host_ms": round(statistics.median(host[graph_name(backend)]) * 1e3, 3),
+            "max_abs_diff": float(np.abs(np.asarray(outputs[graph_name(backend)][0]) - want).max()),
+            "captures": report.captures,
+            "replays": report.replays,
+            "refused": report.refused,
+        }
     return {
         "model": label,
         "backend": backend,
@@ -186,6 +225,7 @@ def bench(label: str, case: Case, backend: str, runs: int) -> dict[str, Any]:
         "host_ms": round(host_ms, 3),
         "host_us_per_launch": round(host_ms * 1e3 / counts[0], 1) if counts[0] else None,
         "max_abs_diff": float(np.abs(got - want).max()),
+        "graph": graph,
     }
 
 
@@ -195,10 +235,16 @@ def row(m: dict[str, Any]) -> str:
     torch_ms = f"{ms['torch']:.2f}" if "torch" in ms else "–"
     ort = " (CUDA)" if m["onnxruntime_provider"] == "CUDAExecutionProvider" else ""
     per_launch = f"{m['host_us_per_launch']:.0f}" if m["host_us_per_launch"] is not None else "–"
+    graph, graph_ms, graph_host = m.get("graph"), "–", "–"
+    if graph is not None and graph["refused"]:
+        graph_ms = "eager: " + "; ".join(graph["refused"].values()).replace("|", "/").replace("\n", " ")
+    elif graph is not None:
+        graph_ms = f"{ms[graph_name(backend)]:.2f} ({graph['max_abs_diff']:.1e})"
+        graph_host = f"{graph['host_ms']:.2f}"
     return (
         f"| {m['model']} | {ms[backend]:.2f} | {ms['cpu']:.2f} | {ms['onnxruntime']:.2f}{ort} | {torch_ms} | "
         f"{ms[backend] / ms[reference]:.2f} ({reference}) | {m['launches']} | {m['host_ms']:.2f} | "
-        f"{per_launch} | "
+        f"{per_launch} | {graph_ms} | {graph_host} | "
         f"{m['kib_to_device']:.1f} | {m['kib_from_device']:.1f} | {m['max_abs_diff']:.1e} |"
     )
 
@@ -236,10 +282,10 @@ def main() -> None:
     print()
     print(
         f"| model | {args.backend} ms | SpawnML CPU ms | onnxruntime ms | torch ms | {args.backend}/reference"
-        " | launches per run | host CPU ms per run | host µs per launch | KiB to device | KiB from device"
-        " | max abs diff vs ort |"
+        " | launches per run | host CPU ms per run | host µs per launch | graph ms (max abs diff vs ort)"
+        " | graph host CPU ms per run | KiB to device | KiB from device | max abs diff vs ort |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     words = [word.lower() for word in args.only.split(",") if word]
     rows = []
     with tempfile.TemporaryDirectory() as workdir:

@@ -502,6 +502,8 @@ SECTIONS = [
         tests_section(
             [
                 "spawnml-cuda/tests",
+                "tests/test_cuda_graphs.py",
+                "tests/test_cuda_cublas.py",
                 "spawnml-core/tests/test_kernel_render.py",
                 "tests/test_kernel_ops.py",
                 "tests/test_gpu_storage.py",
@@ -512,7 +514,7 @@ SECTIONS = [
         ),
     ),
     Section("real-models", 30, 120, tests_section(["tests/test_gpu_real_models.py"], gpu_keyword)),
-    Section("bench-cuda", 60, 20, bench("cuda")),
+    Section("bench-cuda", 70, 20, bench("cuda")),
     Section("llm-decode", 30, 30, llm_decode_section),
     Section("conformance-webgpu", 45, 60, conformance("webgpu")),
     Section("conformance-opencl", 45, 60, conformance("opencl")),
@@ -580,6 +582,14 @@ def _one_line(section: dict[str, Any]) -> str:
         parts.append(
             f"{row['model']}: {ms[row['backend']]:.2f} ms, {ms[row['reference']]:.2f} ms {row['reference']}"
         )
+        graph = row.get("graph")
+        if graph and not graph["refused"]:
+            parts.append(
+                f"as a graph {ms[row['backend'] + ' graphs']:.2f} ms, host {row['host_ms']:.2f} -> "
+                f"{graph['host_ms']:.2f} ms a run"
+            )
+        elif graph:
+            parts.append("not captured: " + "; ".join(graph["refused"].values()))
     if summary.get("graph_capture") is True:
         parts.append(
             f"eager {summary['eager_host_us_per_launch']} µs a launch on the host; a graph replays"
@@ -628,7 +638,22 @@ def _details(section: dict[str, Any]) -> list[str]:
     elif name.startswith("bench-"):
         lines += summary.get("table", [])
     elif name in ("cuda-probe", "llm-decode") and summary:
-        lines += [f"- {key}: {value}" for key, value in summary.items()]
+        lines += [f"- {key}: {value}" for key, value in summary.items() if key != "cublas_direct"]
+        products = summary.get("cublas_direct")
+        if isinstance(products, list):
+            lines += [
+                "",
+                "| product | direct cuBLAS host µs | cupy.matmul host µs | max abs diff"
+                " | graph replay equal |",
+                "|---|---:|---:|---:|---|",
+                *(
+                    f"| {r['shape']} | {r['direct_host_us']} | {r['cupy_matmul_host_us']} | "
+                    f"{r['max_abs_diff']:.1e} | {r['graph_replay_equals']} |"
+                    for r in products
+                ),
+            ]
+        elif products is not None:
+            lines.append(f"- cublas_direct: {products}")
     elif summary.get("failed"):
         lines.append("Failed: " + ", ".join(summary["failed"]))
     if section.get("status") in ("failed", "timeout") and section.get("log_tail"):

@@ -4,7 +4,11 @@
 A chain of small elementwise kernels and cuBLAS products (``cupy.matmul``) is run eagerly and then
 captured once on a non-blocking stream and replayed; it reports the host microseconds per eager
 launch, the wall time of the chain each way, whether capture works with cuBLAS in the chain, and
-whether the replay gives the eager run's bits. Without cupy or a device it prints the reason.
+whether the replay gives the eager run's bits. Then the products the CUDA runtime makes through
+cuBLAS directly (``spawnml_cuda.cublas``, one ``cublasGemmStridedBatchedEx`` call) against
+``cupy.matmul`` at MiniLM's shapes: host microseconds per call each way, the largest difference
+between the two results, and whether the direct call replays from a captured graph with the same
+bits. Without cupy or a device it prints the reason.
 
 ``llm-decode``: SmolLM2-135M decode tokens/s on each named GPU backend (weights dequantized to
 float32 at load) and on transformers with torch on CUDA where torch sees a GPU.
@@ -18,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 
@@ -102,7 +108,65 @@ def probe_cuda(launches: int) -> dict[str, Any]:
         found["graph_equals_eager"] = bool(cupy.array_equal(captured, eager))
     except Exception as error:
         found["graph_capture"] = f"failed: {type(error).__name__}: {error}"
+    try:
+        found["cublas_direct"] = direct_products(cupy, stream)
+    except Exception as error:
+        found["cublas_direct"] = f"failed: {type(error).__name__}: {error}"
     return found
+
+
+#: ``(count, m, n, k, weight shared across the batch)``: MiniLM-L6's products at 8 x 128 tokens
+#: (the feed-forward layers, attention's scores) and one small one.
+PRODUCTS = [(1, 1024, 1536, 384, True), (96, 128, 128, 32, False), (1, 128, 384, 384, True)]
+
+
+def direct_products(cupy: Any, stream: Any, calls: int = 200) -> list[dict[str, Any]]:
+    """Each of :data:`PRODUCTS` through cuBLAS directly and through ``cupy.matmul``."""
+    from spawnml_cuda.cublas import WORKSPACE_BYTES, Cublas, load_cublas, row_major_product
+
+    workspace = cupy.cuda.alloc(WORKSPACE_BYTES)
+    library = Cublas(load_cublas(), stream.ptr, workspace.ptr)
+    rng = cupy.random.default_rng(1)
+    rows = []
+    for count, m, n, k, shared in PRODUCTS:
+        a = rng.standard_normal((count, m, k), dtype=cupy.float32)
+        b = rng.standard_normal((1 if shared else count, k, n), dtype=cupy.float32)
+        direct, through_cupy = (cupy.empty((count, m, n), cupy.float32) for _ in range(2))
+        call = row_major_product(
+            a.data.ptr, b.data.ptr, direct.data.ptr, count, m, n, k, m * k, 0 if shared else k * n
+        )
+        with stream:
+            host_direct = _host_seconds(stream, calls, partial(library.gemm, call))
+            host_cupy = _host_seconds(stream, calls, partial(cupy.matmul, a, b, out=through_cupy))
+            stream.begin_capture()
+            library.gemm(call)
+            graph = stream.end_capture()
+            expected = direct.copy()
+            direct.fill(cupy.nan)
+            graph.launch(stream)
+            stream.synchronize()
+        rows.append(
+            {
+                "shape": f"{count} x ({m}x{k} @ {k}x{n})" + (", weight shared" if shared else ""),
+                "direct_host_us": round(host_direct * 1e6, 2),
+                "cupy_matmul_host_us": round(host_cupy * 1e6, 2),
+                "max_abs_diff": float(cupy.abs(expected - through_cupy).max()),
+                "graph_replay_equals": bool(cupy.array_equal(direct, expected)),
+            }
+        )
+    return rows
+
+
+def _host_seconds(stream: Any, calls: int, call: Callable[[], Any]) -> float:
+    """Host seconds per call of ``calls`` queued calls (after one warm-up call)."""
+    call()
+    stream.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    elapsed = time.perf_counter() - start
+    stream.synchronize()
+    return elapsed / calls
 
 
 def llm_decode(argv: list[str]) -> int:

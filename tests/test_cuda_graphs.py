@@ -403,3 +403,21 @@ def test_a_shape_read_from_the_data_runs_eagerly_naming_the_node(graphs_backend)
     ((signature, reason),) = session.report.refused.items()
     assert "float32[4, 16]" in signature and "NonZero" in reason and "read on the host" in reason
     assert session.report.captures == 0 and session.report.eager == 3
+
+
+def test_the_benchmark_reports_host_time_before_and_after(graphs_backend, tmp_path):
+    """bench/gpu.py's graph column, on the recording runtime: the same session eagerly and replayed."""
+    from tests.test_gpu_check import load
+
+    gpu = load("gpu")
+    data, _ = small_model()
+    path = tmp_path / "small.onnx"
+    path.write_bytes(data)
+    feeds = {"x": np.random.default_rng(3).standard_normal((6, 16)).astype(np.float32)}
+    measured = gpu.bench("small", gpu.Case(str(path), feeds), graphs_backend.name, runs=2)
+    graph = measured["graph"]
+    # warm-up: an eager run, then the capture; then one replay a timed run
+    assert (graph["captures"], graph["replays"], graph["refused"]) == (1, 2, {})
+    assert graph["max_abs_diff"] < 1e-6 and graph["host_ms"] > 0 and measured["host_ms"] > 0
+    row = gpu.row(measured)
+    assert row.count("|") == 15 and f"{graph['host_ms']:.2f}" in row
