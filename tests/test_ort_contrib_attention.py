@@ -1,10 +1,11 @@
-"""onnxruntime's attention operators over projected inputs, and BiasAdd and BiasSoftmax, one node
-at a time on the CPU backend against onnxruntime's CPU provider.
+"""onnxruntime's attention operators over projected inputs, and GemmFastGelu, BiasAdd and
+BiasSoftmax, one node at a time on the CPU backend against onnxruntime's CPU provider.
 
 GroupQueryAttention and MultiHeadAttention run in onnxruntime as written. onnxruntime's CPU
-provider has no kernel for MultiHeadAttention's packed Q/K/V and packed K/V forms, BiasAdd or
-BiasSoftmax (they are CUDA's); those are compared with onnxruntime running the same computation
-in the forms it does run: the packed inputs given separately, and Add and Softmax nodes.
+provider has no kernel for MultiHeadAttention's packed Q/K/V and packed K/V forms,
+GemmFastGelu, BiasAdd or BiasSoftmax (they are CUDA's and ROCm's); those are compared with
+onnxruntime running the same computation in the forms it does run: the packed inputs given
+separately, and MatMul, FastGelu, Add and Softmax nodes.
 
 Tolerance: float32 attention sums products in another order than onnxruntime's GEMMs and
 softmax, so outputs of magnitude about 1 agree to ``ATOL`` absolute and ``RTOL`` relative
@@ -380,7 +381,7 @@ def test_multi_head_attention_refused():
         spawnml.InferenceSession(model, providers=["cpu"])
 
 
-# BiasAdd and BiasSoftmax ---------------------------------------------------------------------
+# GemmFastGelu, BiasAdd and BiasSoftmax --------------------------------------------------------
 
 
 def standard_model(nodes: list[onnx.NodeProto], feeds: Feeds, opset: int) -> bytes:
@@ -390,7 +391,8 @@ def standard_model(nodes: list[onnx.NodeProto], feeds: Feeds, opset: int) -> byt
         [helper.make_tensor_value_info(name, FLOAT, value.shape) for name, value in feeds.items()],
         [helper.make_tensor_value_info("y", FLOAT, None)],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)]
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
 
 
 def test_bias_add():
@@ -429,3 +431,24 @@ def test_bias_softmax(bias_shape: tuple[int, ...], axis: int, inner: int):
     model = node_model("BiasSoftmax", ["data", "bias"], ["y"], feeds, axis=axis, is_inner_broadcast=inner)
     (got,) = spawnml_run(model, feeds)
     assert_close(got, want, "BiasSoftmax")
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_gemm_fast_gelu(bias: bool):
+    """FastGelu of ``X @ W + bias``, against MatMul and onnxruntime's FastGelu (its CPU provider
+    runs no GemmFastGelu)."""
+    rng = np.random.default_rng(8)
+    feeds = {"x": random(rng, 2, 5, 16), "w": random(rng, 16, 24)}
+    if bias:
+        feeds["bias"] = random(rng, 24)
+    reference = standard_model(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["product"]),
+            helper.make_node("FastGelu", ["product", *list(feeds)[2:]], ["y"], domain=MS),
+        ],
+        feeds,
+        17,
+    )
+    (want,) = onnxruntime_run(reference, feeds)
+    (got,) = spawnml_run(node_model("GemmFastGelu", list(feeds), ["y"], feeds), feeds)
+    assert_close(got, want, "GemmFastGelu")

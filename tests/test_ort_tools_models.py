@@ -620,3 +620,128 @@ def test_transformers_optimizer_multi_head_attention(tmp_path: Path):
     ).save_model_to_file(str(path))
     assert f"{MS}::MultiHeadAttention" in operators(path)
     assert_close(run_both(path, token_feeds(path, names)), DYNAMIC_RTOL)
+
+
+@pytest.mark.slow  # two torch exports' worth of optimizing
+def test_transformers_optimizer_gemm_fast_gelu(tmp_path: Path):
+    """The GPT-2's MLP fused as GemmFastGelu (``enable_gemm_fast_gelu``), which onnxruntime runs on
+    ROCm only: against onnxruntime running the optimizer's model of the same export without it."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    names = export_transformer("gpt2", tmp_path / "exported.onnx")
+    paths = {}
+    for fused in (False, True):
+        options = FusionOptions("gpt2")
+        options.enable_gemm_fast_gelu = fused
+        paths[fused] = tmp_path / f"optimized-{fused}.onnx"
+        optimize_model(
+            str(tmp_path / "exported.onnx"),
+            model_type="gpt2",
+            num_heads=4,
+            hidden_size=32,
+            optimization_options=options,
+        ).save_model_to_file(str(paths[fused]))
+    assert f"{MS}::GemmFastGelu" in operators(paths[True])
+    assert f"{MS}::GemmFastGelu" not in operators(paths[False])
+    theirs = onnxruntime.InferenceSession(str(paths[False]), providers=["CPUExecutionProvider"])
+    ours = spawnml.InferenceSession(str(paths[True]), providers=["cpu"])
+    pairs = [
+        (np.asarray(got), want)
+        for feed in token_feeds(paths[True], names)
+        for got, want in zip(ours.run(None, feed), theirs.run(None, feed), strict=True)
+    ]
+    assert_close(pairs, DYNAMIC_RTOL)
+
+
+#: The GPT-2 decoder's layers, heads and head size.
+GPT2_LAYERS, GPT2_HEADS, GPT2_HEAD_SIZE = 2, 4, 8
+
+
+def export_gpt2_with_past(path: Path) -> None:
+    """A small GPT-2 decoder exported by torch with its key/value cache as inputs
+    ``past_{key,value}_{layer}`` and outputs ``present_{key,value}_{layer}`` ``[B, N, T, H]``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(
+        vocab_size=100, n_embd=GPT2_HEADS * GPT2_HEAD_SIZE, n_layer=GPT2_LAYERS, n_head=GPT2_HEADS
+    )
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = transformers.GPT2Model(config).eval()
+
+    class WithCache(torch.nn.Module):
+        """The model over a cache given as tensors, returning the last hidden state and the cache."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, *past):
+            cache = transformers.DynamicCache()
+            for layer in range(GPT2_LAYERS):
+                cache.update(past[2 * layer], past[2 * layer + 1], layer)
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache)
+            layers = out.past_key_values.layers
+            return out.last_hidden_state, *[t for layer in layers for t in (layer.keys, layer.values)]
+
+    cache_names = [
+        f"{kind}_{k}_{layer}"
+        for kind in ("past", "present")
+        for layer in range(GPT2_LAYERS)
+        for k in ("key", "value")
+    ]
+    past, present = cache_names[: 2 * GPT2_LAYERS], cache_names[2 * GPT2_LAYERS :]
+    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "total"}}
+    axes |= {name: {0: "batch", 2: "cached"} for name in past} | {
+        name: {0: "batch", 2: "total"} for name in present
+    }
+    example = (
+        torch.ones((2, 1), dtype=torch.int64),
+        torch.ones((2, 4), dtype=torch.int64),
+        *[torch.zeros((2, GPT2_HEADS, 3, GPT2_HEAD_SIZE)) for _ in past],
+    )
+    torch.onnx.export(
+        WithCache(),
+        example,
+        str(path),
+        input_names=["input_ids", "attention_mask", *past],
+        output_names=["hidden", *present],
+        dynamic_axes=axes,
+        opset_version=14,
+        dynamo=False,
+    )
+
+
+def decoder_feeds() -> list[Feeds]:
+    """A token after caches of 3 and 5 (the last row's first position masked), and a prompt."""
+    rng = np.random.default_rng(29)
+    feeds = []
+    for batch, tokens, cached in ((1, 1, 3), (2, 1, 5), (2, 4, 0)):
+        mask = np.ones((batch, cached + tokens), np.int64)
+        mask[-1, 0] = 0
+        feed = {"input_ids": rng.integers(0, 100, (batch, tokens)), "attention_mask": mask}
+        for layer in range(GPT2_LAYERS):
+            for kind in ("key", "value"):
+                shape = (batch, GPT2_HEADS, cached, GPT2_HEAD_SIZE)
+                feed[f"past_{kind}_{layer}"] = rng.standard_normal(shape).astype(np.float32)
+        feeds.append(feed)
+    return feeds
+
+
+@pytest.mark.slow  # a torch export
+def test_transformers_optimizer_gpt2_with_cache(tmp_path: Path):
+    """A GPT-2 decoder with its key/value cache, as the optimizer fuses it (layer normalizations
+    and FastGelu: its GPT-2 attention fusions do not match the attention of today's transformers
+    exports), and as onnxruntime's own optimizer saves that: outputs and present caches."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    export_gpt2_with_past(tmp_path / "exported.onnx")
+    optimized = tmp_path / "optimized.onnx"
+    optimize_model(
+        str(tmp_path / "exported.onnx"), model_type="gpt2", num_heads=GPT2_HEADS, hidden_size=32
+    ).save_model_to_file(str(optimized))
+    assert {f"{MS}::SkipLayerNormalization", f"{MS}::FastGelu"} <= operators(optimized)
+    for path in (optimized, ort_optimized(optimized)):
+        worst = assert_close(run_both(path, decoder_feeds()), DYNAMIC_RTOL)
+        print(f"{path.name}: largest difference {worst:.1e} of the largest output")

@@ -1,5 +1,5 @@
 """CPU kernels of onnxruntime's contrib operators, with its semantics: the com.microsoft
-activations, BiasAdd, BiasSoftmax, skip and simplified layer normalization,
+activations, GemmFastGelu, BiasAdd, BiasSoftmax, skip and simplified layer normalization,
 EmbedLayerNormalization, Attention, RotaryEmbedding, FusedMatMul, MatMulNBits and FusedConv,
 and the ai.onnx LayerNormalization (before opset 17) and SimplifiedLayerNormalization it adds.
 
@@ -63,8 +63,15 @@ def _activation(fn: Callable[[Array], Array]) -> Callable[..., Array]:
 
 KERNELS.register("Gelu", domain=MS)(_activation(erf_gelu))
 KERNELS.register("BiasGelu", domain=MS)(_activation(erf_gelu))
-KERNELS.register("FastGelu", domain=MS)(_activation(tanh_gelu))
+_fast_gelu = _activation(tanh_gelu)
+KERNELS.register("FastGelu", domain=MS)(_fast_gelu)
 KERNELS.register("BiasAdd", domain=MS)(_activation(lambda total: total))
+
+
+@KERNELS.register("GemmFastGelu", domain=MS)
+def _gemm_fast_gelu(ctx: KernelContext, x: Array, weights: Array, bias: Array | None = None) -> Array:
+    """FastGelu of ``x @ weights + bias``."""
+    return _fast_gelu(ctx, matmul(widen(x), widen(weights)), bias).astype(x.dtype, copy=False)
 
 
 @KERNELS.register("QuickGelu", domain=MS)

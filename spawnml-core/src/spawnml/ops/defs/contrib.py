@@ -1,4 +1,4 @@
-"""onnxruntime's contrib operators as it defines them: the com.microsoft activations, BiasAdd,
+"""onnxruntime's contrib operators as it defines them: the com.microsoft activations, GemmFastGelu, BiasAdd,
 BiasSoftmax, skip and simplified layer normalization, EmbedLayerNormalization, Attention,
 MultiHeadAttention, GroupQueryAttention, RotaryEmbedding, FusedMatMul, MatMulNBits and
 FusedConv, and the two normalizations it adds to the ai.onnx domain (LayerNormalization before
@@ -71,6 +71,10 @@ def _infer_embed_normalization(ctx: InferenceContext) -> list[TensorType]:
     tokens = (*ids, width) if ids is not None and len(ids) == 2 else None
     embedded = TensorType(words.dtype, tokens)
     return [embedded, TensorType(INT32, None if ids is None else ids[:1]), embedded]
+
+
+def _infer_matmul(ctx: InferenceContext) -> list[TensorType]:
+    return [TensorType(_input(ctx, 0).dtype, matmul_shape(_input(ctx, 0).shape, _input(ctx, 1).shape))]
 
 
 def _infer_fused_matmul(ctx: InferenceContext) -> list[TensorType]:
@@ -157,6 +161,7 @@ def _ms(
 SCHEMAS: list[OpSchema] = [
     _ms("Gelu", same_as_input()),
     _ms("FastGelu", same_as_input(), inputs=(1, 2)),
+    _ms("GemmFastGelu", _infer_matmul, inputs=(2, 3)),
     _ms("BiasGelu", broadcast_inputs(), inputs=(2, 2)),
     _ms("QuickGelu", same_as_input(), Attribute("alpha", "float", float(np.float32(1.702)))),
     _ms("BiasAdd", same_as_input(), inputs=(3, 3)),
