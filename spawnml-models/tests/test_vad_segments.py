@@ -14,7 +14,8 @@ import pytest
 import torch
 from spawnml import InvalidArgumentError
 from spawnml_models import vad
-from spawnml_models.vad import VAD, SegmentationParameters, SpeechSegment, read_wav, speech_segments
+from spawnml_models.audio_io import read_audio, resample
+from spawnml_models.vad import VAD, SegmentationParameters, SpeechSegment, speech_segments
 
 PARAMETERS = (
     SegmentationParameters(),
@@ -73,12 +74,32 @@ def write_wav(path, samples: np.ndarray, rate: int = 16_000, channels: int = 1) 
         file.writeframes(samples.astype("<i2").tobytes())
 
 
-def test_read_wav(tmp_path):
-    write_wav(tmp_path / "a.wav", np.array([0, 16384, -32768, 32767]))
-    np.testing.assert_array_equal(read_wav(tmp_path / "a.wav"), [0, 0.5, -1, 32767 / 32768])
-    write_wav(tmp_path / "b.wav", np.zeros(8), rate=8000)
-    with pytest.raises(InvalidArgumentError, match="8000 Hz"):
-        read_wav(tmp_path / "b.wav")
+def test_read_audio_of_16_bit_wav_as_the_wave_module_reads_it(tmp_path):
+    samples = np.array([0, 16384, -32768, 32767, -1, 5])
+    write_wav(tmp_path / "a.wav", samples)
+    with wave.open(str(tmp_path / "a.wav"), "rb") as file:
+        expected = np.frombuffer(file.readframes(file.getnframes()), dtype="<i2") / 32768
+    np.testing.assert_array_equal(read_audio(tmp_path / "a.wav", 16_000), expected.astype(np.float32))
+
+
+def test_read_audio_averages_channels(tmp_path):
+    write_wav(tmp_path / "stereo.wav", np.array([100, 300, -50, 50]), channels=2)
+    np.testing.assert_array_equal(read_audio(tmp_path / "stereo.wav", 16_000), [200 / 32768, 0])
+
+
+def test_read_audio_refuses_missing_and_empty_files(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="cannot read audio"):
+        read_audio(tmp_path / "missing.wav", 16_000)
+    write_wav(tmp_path / "empty.wav", np.zeros(0))
+    with pytest.raises(InvalidArgumentError, match="no audio samples"):
+        read_audio(tmp_path / "empty.wav", 16_000)
+
+
+def test_resample_refuses_bad_rates_and_shapes():
+    with pytest.raises(InvalidArgumentError, match="must be positive"):
+        resample(np.zeros(4), 0, 16_000)
+    with pytest.raises(InvalidArgumentError, match="1-D"):
+        resample(np.zeros((2, 4)), 8_000, 16_000)
 
 
 def test_vad_command(tmp_path, monkeypatch, capsys):

@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import time
-import wave
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from spawnml.cli import Command
 from spawnml.ir import Graph, Value
 
 from .assets import asset_file
+from .audio_io import FILE_HELP, read_audio, resample
 
 MODEL_ASSET = "silero-vad"
 MODEL_FILE = "silero_vad.onnx"
@@ -86,19 +86,24 @@ class VADPipeline:
         self.session = spawnml.InferenceSession(graph, providers=providers)
 
     def __call__(
-        self, audio: np.ndarray, parameters: SegmentationParameters | None = None
+        self,
+        audio: np.ndarray,
+        parameters: SegmentationParameters | None = None,
+        sample_rate: int = SAMPLE_RATE,
     ) -> list[SpeechSegment]:
-        """The speech segments of ``audio`` (float samples in [-1, 1] at 16 kHz)."""
-        audio = _mono(audio)
+        """The speech segments of mono ``audio`` (float samples in [-1, 1] at ``sample_rate`` Hz),
+        in samples at 16 kHz."""
+        audio = resample(audio, sample_rate, SAMPLE_RATE)
         return speech_segments(self.probabilities(audio), len(audio), parameters or SegmentationParameters())
 
     def probabilities(self, audio: np.ndarray) -> np.ndarray:
         """The speech probability of each 512-sample chunk; the last is zero-padded."""
         return np.array(list(self.stream(audio)), dtype=np.float32)
 
-    def stream(self, audio: np.ndarray) -> Iterator[float]:
-        """Speech probabilities chunk by chunk, the LSTM state and the 64-sample context carried."""
-        audio = _mono(audio)
+    def stream(self, audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> Iterator[float]:
+        """Speech probabilities chunk by chunk of 16 kHz audio, the LSTM state and the 64-sample
+        context carried."""
+        audio = resample(audio, sample_rate, SAMPLE_RATE)
         padded = np.zeros(-(-len(audio) // CHUNK) * CHUNK, dtype=np.float32)
         padded[: len(audio)] = audio
         state: np.ndarray | spawnml.Tensor = np.zeros(STATE_SHAPE, dtype=np.float32)
@@ -175,30 +180,10 @@ def _pad(spans: list[list[int]], num_samples: int, pad: int) -> list[SpeechSegme
     return [SpeechSegment(start, end) for start, end in spans]
 
 
-def read_wav(path: str | Path) -> np.ndarray:
-    """Mono 16-bit PCM 16 kHz WAV samples as float32 in [-1, 1); other formats are refused."""
-    with wave.open(os.fspath(path), "rb") as file:
-        layout = (file.getnchannels(), file.getsampwidth(), file.getframerate())
-        if layout != (1, 2, SAMPLE_RATE):
-            raise InvalidArgumentError(
-                f"{path} has {layout[0]} channel(s) of {8 * layout[1]}-bit samples at {layout[2]} Hz; "
-                f"voice activity detection takes mono 16-bit PCM at {SAMPLE_RATE} Hz"
-            )
-        frames = file.readframes(file.getnframes())
-    return np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768
-
-
-def _mono(audio: np.ndarray) -> np.ndarray:
-    audio = np.asarray(audio, dtype=np.float32)
-    if audio.ndim != 1 or not len(audio):
-        raise InvalidArgumentError(f"audio must be a non-empty 1-D array of samples, not shape {audio.shape}")
-    return audio
-
-
 def configure_vad(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``spawnml vad``."""
     defaults = SegmentationParameters()
-    parser.add_argument("audio", metavar="AUDIO.wav", help="mono 16-bit PCM WAV at 16 kHz")
+    parser.add_argument("audio", metavar="AUDIO", help=FILE_HELP)
     parser.add_argument("--threshold", type=float, default=defaults.threshold)
     parser.add_argument("--min-speech-ms", type=int, default=defaults.min_speech_duration_ms)
     parser.add_argument("--min-silence-ms", type=int, default=defaults.min_silence_duration_ms)
@@ -212,7 +197,7 @@ def configure_vad(parser: argparse.ArgumentParser) -> None:
 
 def run_vad(args: argparse.Namespace) -> int:
     """Print the speech segments of ``args.audio``, in samples and seconds; timings go to stderr."""
-    audio = read_wav(args.audio)
+    audio = read_audio(args.audio, SAMPLE_RATE)
     parameters = SegmentationParameters(
         args.threshold, args.min_speech_ms, args.min_silence_ms, args.speech_pad_ms
     )
@@ -231,7 +216,7 @@ def run_vad(args: argparse.Namespace) -> int:
 
 VAD = Command(
     name="vad",
-    help="find the speech in a 16 kHz WAV file with Silero VAD",
+    help="find the speech in an audio file with Silero VAD",
     configure=configure_vad,
     run=run_vad,
 )

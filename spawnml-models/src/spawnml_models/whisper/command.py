@@ -1,4 +1,4 @@
-"""``spawnml transcribe``: the timed segments of a 16 kHz WAV file, transcribed with Whisper."""
+"""``spawnml transcribe``: the timed segments of an audio file, transcribed with Whisper."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import time
 
 from spawnml.cli import Command
 
-from ..vad import SAMPLE_RATE, read_wav
+from ..audio_io import FILE_HELP, read_audio
+from .audio import SAMPLE_RATE
 from .pipeline import SpeechRecognitionPipeline
 
 
 def configure_transcribe(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``spawnml transcribe``."""
-    parser.add_argument("audio", metavar="AUDIO.wav", help="mono 16-bit PCM WAV at 16 kHz")
+    parser.add_argument("audio", metavar="AUDIO", help=FILE_HELP)
     parser.add_argument(
         "--model", help="a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json)"
     )
@@ -27,7 +28,7 @@ def configure_transcribe(parser: argparse.ArgumentParser) -> None:
 
 def run_transcribe(args: argparse.Namespace) -> int:
     """Print one ``[start -> end] text`` line per segment; timings go to stderr."""
-    audio = read_wav(args.audio)
+    audio = read_audio(args.audio, SAMPLE_RATE)
     start = time.perf_counter()
     pipeline = SpeechRecognitionPipeline(args.model, providers=args.providers)
     loaded = time.perf_counter()
@@ -42,7 +43,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
 
 TRANSCRIBE = Command(
     name="transcribe",
-    help="transcribe speech in a 16 kHz WAV file with Whisper",
+    help="transcribe the speech in an audio file with Whisper",
     configure=configure_transcribe,
     run=run_transcribe,
 )

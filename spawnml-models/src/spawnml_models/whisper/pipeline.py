@@ -22,6 +22,7 @@ import spawnml
 from spawnml import ModelLoadError
 
 from ..assets import asset_file
+from ..audio_io import resample
 from ..ctranslate2 import read_ctranslate2
 from ..llm.cache import KVCache
 from .audio import HOP_LENGTH, SAMPLE_RATE, WINDOW_FRAMES, fit_window, log_mel_spectrogram
@@ -97,17 +98,17 @@ class SpeechRecognitionPipeline:
         self.no_speech_threshold = no_speech_threshold
         self.log_prob_threshold = log_prob_threshold
 
-    def __call__(self, audio: np.ndarray) -> list[Segment]:
-        """The segments of ``audio`` (float32 samples at 16 kHz)."""
-        return list(self.segments(audio))
+    def __call__(self, audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> list[Segment]:
+        """The segments of mono ``audio`` (float32 samples at ``sample_rate`` Hz)."""
+        return list(self.segments(audio, sample_rate))
 
-    def transcribe(self, audio: np.ndarray) -> str:
+    def transcribe(self, audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> str:
         """The text of ``audio``, its segments joined."""
-        return "".join(segment.text for segment in self.segments(audio))
+        return "".join(segment.text for segment in self.segments(audio, sample_rate))
 
-    def segments(self, audio: np.ndarray) -> Iterator[Segment]:
+    def segments(self, audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> Iterator[Segment]:
         """The segments of ``audio`` as each 30 s window is decoded."""
-        features = log_mel_spectrogram(audio)
+        features = log_mel_spectrogram(resample(audio, sample_rate, SAMPLE_RATE))
         content = features.shape[1] - 1
         seek = 0
         while seek < content:
