@@ -216,6 +216,24 @@ def test_an_error_in_the_captured_run_ends_the_capture_and_is_raised(backend):
     np.testing.assert_array_equal(run(runner, plan(backend), x), expected(x))
 
 
+def test_a_capture_the_library_refuses_runs_eagerly_and_is_reported(backend, monkeypatch):
+    runtime = backend.runtime
+
+    def invalidated() -> Any:
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(runtime, "finish_capture", invalidated)
+    runner = GraphRunner(backend, warmup=0)
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    np.testing.assert_array_equal(run(runner, plan(backend), x), expected(x))
+    ((_, reason),) = runner.report.refused.items()
+    assert (
+        reason
+        == "cannot be captured as a graph: RuntimeError: operation not permitted when stream is capturing"
+    )
+    assert runtime.capture is None and runner.report.eager == 1
+
+
 def test_the_graphs_buffers_are_never_handed_to_other_work(backend):
     runtime = backend.runtime
     before = runtime.memory().live

@@ -18,7 +18,6 @@ and copy its outputs out. A signature whose capture was refused runs eagerly fro
 
 from __future__ import annotations
 
-import threading
 import weakref
 from abc import abstractmethod
 from collections import Counter, defaultdict
@@ -58,7 +57,6 @@ class Graph:
 
     def __init__(self, runtime: CapturingRuntime, native: Any, capture: Capture) -> None:
         self.native = native
-        self.buffers = len(capture.held)
         owned = capture.spares()
         spare = {id(handle) for handle, _ in owned}
         pinned = [key for key in capture.held if key not in spare]
@@ -76,9 +74,9 @@ class CapturingRuntime(Runtime):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # a mixin: the library runtime's own arguments
+        #: The capture under way; while there is one, its thread holds :attr:`lock`.
         self.capture: Capture | None = None
         self._pins: Counter[int] = Counter()
-        self._capturing = threading.Lock()  # held from begin_capture to end_capture or abort_capture
 
     # The library's graph calls.
     @abstractmethod
@@ -104,8 +102,10 @@ class CapturingRuntime(Runtime):
     # Capture.
     def begin_capture(self) -> None:
         """Record what this thread queues from now on; other threads wait until the capture ends."""
-        self._capturing.acquire()
         self.lock.acquire()
+        if self.capture is not None:
+            self.lock.release()
+            raise InvalidArgumentError(f"{self.describe()} is already capturing a graph on this thread")
         self.capture = Capture()
         try:
             self.start_capture()
@@ -119,8 +119,7 @@ class CapturingRuntime(Runtime):
         try:
             native = self.finish_capture()
         except BaseException:
-            self._return_spares(capture)
-            self._end()
+            self.abort_capture()  # ends what the library may still record
             raise
         self._end()
         return Graph(self, native, capture)
@@ -147,7 +146,6 @@ class CapturingRuntime(Runtime):
     def _end(self) -> None:
         self.capture = None
         self.lock.release()
-        self._capturing.release()
 
     def _return_spares(self, capture: Capture) -> None:
         for handle, size in capture.spares():
@@ -185,11 +183,11 @@ class CapturingRuntime(Runtime):
 
     def free(self, handle: Any, size: int, reuse: bool = True) -> None:
         with self.lock:
-            capture = self.capture
-            if capture is not None and id(handle) in capture.held:
+            capture, pinned = self.capture, self._pins[id(handle)] > 0
+            if capture is not None and id(handle) in capture.held and not pinned:
                 capture.spare[size].append(handle)
             else:
-                super().free(handle, size, reuse and id(handle) not in self._pins)
+                super().free(handle, size, reuse and not pinned)
 
     # What a capture records, and what it refuses.
     def launch(
@@ -308,19 +306,24 @@ class GraphRunner:
         runtime.begin_capture()
         try:
             outputs = body(static)
-            if not all(
+            whole = [
                 isinstance(y, DeviceArray) and y.storage.runtime is runtime and not y.offset for y in outputs
-            ):
+            ]
+            if not all(whole):
                 raise CaptureRefused(
                     f"cannot be captured as a graph: an output is not a whole tensor on {runtime.describe()}"
                 )
-        except CaptureRefused as refusal:
+        except Exception as error:
             runtime.abort_capture()
-            return self._refuse(signature, str(refusal), body, inputs)
+            return self._refuse(signature, _reason(error), body, inputs)
         except BaseException:
             runtime.abort_capture()
             raise
-        captured = self._graphs[signature] = Captured(runtime.end_capture(), static, outputs)
+        try:
+            graph = runtime.end_capture()
+        except Exception as error:  # what was recorded, the library refuses
+            return self._refuse(signature, _reason(error), body, inputs)
+        captured = self._graphs[signature] = Captured(graph, static, outputs)
         self.report.captures += 1
         return self._replay(captured, inputs)
 
@@ -336,19 +339,30 @@ class GraphRunner:
         return runtime
 
     def _refuse(self, signature: str, reason: str, body: Body, inputs: list[DeviceArray]) -> list[Any]:
+        """``body`` run eagerly for a signature that cannot be captured; an error it raises then is
+        the run's own, and the signature is tried again next time."""
+        results = body(inputs)
         self.report.refused[signature] = reason
         self.report.eager += 1
-        return body(inputs)
+        return results
 
     def _replay(self, captured: Captured, inputs: list[DeviceArray]) -> list[Any]:
         runtime = self._runtime()
-        results = [self.backend.empty(y.shape, y.dtype) for y in captured.outputs]
-        for source, target in zip(inputs, captured.inputs, strict=True):
-            runtime.copy_device(source.handle, target.handle, nbytes(source))
-        runtime.replay(captured.graph)
-        for source, target in zip(captured.outputs, results, strict=True):
-            runtime.copy_device(source.handle, target.handle, nbytes(source))
+        with runtime.lock:  # the copies and the replay in turn, not interleaved with another's
+            results = [self.backend.empty(y.shape, y.dtype) for y in captured.outputs]
+            for source, target in zip(inputs, captured.inputs, strict=True):
+                runtime.copy_device(source.handle, target.handle, nbytes(source))
+            runtime.replay(captured.graph)
+            for source, target in zip(captured.outputs, results, strict=True):
+                runtime.copy_device(source.handle, target.handle, nbytes(source))
         return results
+
+
+def _reason(error: Exception) -> str:
+    """Why a capture failed: a refusal says so itself; another error (the library's) is named."""
+    if isinstance(error, CaptureRefused):
+        return str(error)
+    return f"cannot be captured as a graph: {type(error).__name__}: {error}"
 
 
 def describe(key: Hashable, inputs: Sequence[DeviceArray]) -> str:
