@@ -182,6 +182,28 @@ def test_nan_propagates_through_max_min_and_clip(provider):
     assert chains(fused) == [["Max", "Min", "Clip"]]
 
 
+@pytest.mark.parametrize("bounds", [["", "cap"], ["floor"], ["floor", "cap"]], ids=["max", "min", "both"])
+def test_a_saved_chain_with_clip_is_standard_onnx(bounds, tmp_path):
+    """A fused chain written back to a file gives Clip its bounds in their ONNX places: the file
+    passes onnx.checker and runs on onnxruntime to the same answers."""
+    nodes = [
+        helper.make_node("Mul", ["a", "a"], ["square"]),
+        helper.make_node("Clip", ["square", *bounds], ["y"]),
+    ]
+    limits = [numpy_helper.from_array(np.float32(v), name) for name, v in (("floor", 0.2), ("cap", 0.5))]
+    data = model(nodes, [tensor("a", 8)], [tensor("y", 8)], limits)
+    saved = tmp_path / "optimized.onnx"
+    fused = spawnml.InferenceSession(
+        data, SessionOptions(optimized_model_filepath=str(saved)), providers=["cpu"]
+    )
+    assert chains(fused) == [["Mul", "Clip"]]
+    onnx.checker.check_model(onnx.load(saved), full_check=True)
+    feeds = {"a": RNG.standard_normal(8).astype(np.float32)}
+    expected = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    from_saved = onnxruntime.InferenceSession(str(saved), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(from_saved[0], expected[0])
+
+
 def test_pow_with_integer_exponents_of_negative_bases(provider):
     nodes = [helper.make_node("Pow", ["x", "e"], ["p"]), helper.make_node("Sub", ["p", "x"], ["y"])]
     data = model(nodes, [tensor("x", 8), tensor("e", 8)], [tensor("y", 8)])

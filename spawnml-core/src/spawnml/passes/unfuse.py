@@ -77,17 +77,26 @@ def _expand(node: Node) -> list[Node]:
     for index, step in enumerate(chain):
         last = index == len(chain) - 1
         output = node.outputs[0] if last else f"{base}.step{index}"
-        nodes.append(
-            Node(
-                step.op,
-                [names[i] for i in step.inputs],
-                [output],
-                step.attributes,
-                f"{base}.{step.op}{index}",
-            )
-        )
+        inputs, attributes = _standard_operands(step.op, [names[i] for i in step.inputs], step.attributes)
+        nodes.append(Node(step.op, inputs, [output], attributes, f"{base}.{step.op}{index}"))
         names.append(output)
     return nodes
+
+
+def _standard_operands(
+    op: str, inputs: list[str], attributes: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """A chain step's operands as the ai.onnx operator takes them. A chain lists only the bounds a
+    Clip (opset 11 on) was given, marked by ``has_min``/``has_max``: ONNX wants them in their
+    places, an omitted one as an empty name, and knows no such attributes."""
+    if op != "Clip" or "has_min" not in attributes:
+        return inputs, attributes
+    given = iter(inputs[1:])
+    bounds = [next(given) if attributes[flag] else "" for flag in ("has_min", "has_max")]
+    standard = [inputs[0], *bounds]
+    while standard[-1] == "":
+        standard.pop()
+    return standard, {name: value for name, value in attributes.items() if name not in ("has_min", "has_max")}
 
 
 def _expand_attr(value: Any) -> Any:
