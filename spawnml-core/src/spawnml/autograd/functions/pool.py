@@ -16,7 +16,7 @@ from ..dispatch import constant, run
 from ..function import BackwardNode, Function
 from .conv import Convolution, Geometry, Size, per_dimension, with_batch
 from .creation import zeros
-from .indexing import ScatterAdd
+from .indexing import Scatter, ScatterAdd
 from .linalg import matmul
 from .movement import reshape, squeeze, transpose
 from .promotion import DEFAULT_INT
@@ -73,25 +73,33 @@ def _geometry(
 class MaxPool(Function):
     @staticmethod
     def forward(
-        ctx: BackwardNode, x: Tensor, kernel: tuple[int, ...], geometry: Geometry
-    ) -> tuple[Tensor, Tensor]:
+        ctx: BackwardNode, x: Tensor, kernel: tuple[int, ...], geometry: Geometry, return_indices: bool
+    ) -> Tensor | tuple[Tensor, Tensor]:
         attrs = geometry.attrs()
         del attrs["group"]
         values, flat = run("MaxPool", [x], outputs=2, kernel_shape=list(kernel), **attrs)
+        ctx.save_for_backward(flat)
+        ctx.shape = x.shape
+        ctx.disjoint = all(
+            stride >= dilation * (size - 1) + 1
+            for size, stride, dilation in zip(kernel, geometry.stride, geometry.dilation, strict=True)
+        )
+        if not return_indices:
+            return values
         plane = math.prod(x.shape[2:])
         first = np.arange(math.prod(x.shape[:2]), dtype=np.int64).reshape(*x.shape[:2], *[1] * (x.ndim - 2))
-        indices = run("Sub", [flat, constant(first * plane, flat, DEFAULT_INT)])
-        ctx.save_for_backward(indices)
-        ctx.shape = x.shape
-        return values, indices
+        return values, run("Sub", [flat, constant(first * plane, flat, DEFAULT_INT)])
 
     @staticmethod
-    def backward(ctx: BackwardNode, grad: Tensor, _: Tensor | None) -> tuple[Tensor, None, None]:
-        (indices,) = ctx.saved_tensors
-        planes = [*ctx.shape[:2], math.prod(grad.shape[2:])]
-        base = zeros(*ctx.shape[:2], math.prod(ctx.shape[2:]), dtype=grad.dtype, device=grad.device)
-        spread = ScatterAdd.apply(base, 2, reshape(indices, planes), reshape(grad, planes))
-        return reshape(spread, list(ctx.shape)), None, None
+    def backward(ctx: BackwardNode, grad: Tensor, *_: Tensor | None) -> tuple[Tensor, None, None, None]:
+        """Each output's gradient at the input element it took (MaxPool's indices count over the
+        whole tensor). Where no two windows share an element no index repeats, and the gradients
+        are placed rather than added (the same values, without adding each to a zero)."""
+        (flat,) = ctx.saved_tensors
+        base = zeros(math.prod(ctx.shape), dtype=grad.dtype, device=grad.device)
+        place = Scatter if ctx.disjoint else ScatterAdd
+        spread = place.apply(base, 0, reshape(flat, [-1]), reshape(grad, [-1]))
+        return reshape(spread, list(ctx.shape)), None, None, None
 
 
 def _max_pool(
@@ -107,10 +115,13 @@ def _max_pool(
     name = f"max_pool{rank}d"
     x, unbatched = with_batch(input, rank, name)
     kernel, geometry, _ = _geometry(name, x, rank, kernel_size, stride, padding, dilation, ceil_mode)
-    values, indices = MaxPool.apply(x, kernel, geometry)
+    if not return_indices:
+        values = MaxPool.apply(x, kernel, geometry, False)
+        return squeeze(values, 0) if unbatched else values
+    values, indices = MaxPool.apply(x, kernel, geometry, True)
     if unbatched:
         values, indices = squeeze(values, 0), squeeze(indices, 0)
-    return (values, indices) if return_indices else values
+    return values, indices
 
 
 @overload
