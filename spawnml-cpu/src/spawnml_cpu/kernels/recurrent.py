@@ -192,8 +192,9 @@ def _lstm_loop(
     h, c = (np.array(state, projected.dtype, order="C") for state in states)
     outputs = np.empty((projected.shape[0], *h.shape), projected.dtype)
     peepholes = np.empty(0, projected.dtype) if d.peepholes is None else d.peepholes
+    bound = projected.dtype.type(d.bound)
     _loops().lstm_scan(
-        projected, d.recurrence, d.recurrence_bias, peepholes, h, c, outputs, reverse, d.bound, input_forget
+        projected, d.recurrence, d.recurrence_bias, peepholes, h, c, outputs, reverse, bound, input_forget
     )
     return outputs, (h, c)
 
@@ -203,8 +204,9 @@ def _gru_loop(
 ) -> tuple[Array, tuple[Array, ...]]:
     h = np.array(states[0], projected.dtype, order="C")
     outputs = np.empty((projected.shape[0], *h.shape), projected.dtype)
+    bound = projected.dtype.type(d.bound)
     _loops().gru_scan(
-        projected, d.recurrence, d.recurrence_bias, h, outputs, reverse, d.bound, linear_before_reset
+        projected, d.recurrence, d.recurrence_bias, h, outputs, reverse, bound, linear_before_reset
     )
     return outputs, (h,)
 
