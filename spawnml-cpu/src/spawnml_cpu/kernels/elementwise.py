@@ -23,6 +23,7 @@ from spawnml.plan_compiler import Direct, Specializer, specialize
 
 from .checks import one_of
 from .narrow import to_narrow
+from .nn_common import is_widened
 from .table import KERNELS
 from .threads import part_count, run_spans, thread_count
 
@@ -45,7 +46,7 @@ def widen(x: None) -> None: ...
 def widen(x: Array | None) -> Array | None: ...
 def widen(x: Array | None) -> Array | None:
     """``x`` in the type to compute it in: float32 for narrower floats, else unchanged."""
-    return x.astype(FLOAT32) if x is not None and x.dtype.name in _NARROW_FLOATS else x
+    return x.astype(FLOAT32) if x is not None and is_widened(x.dtype) else x
 
 
 def finish(result: Any, dtype: np.dtype, inputs: tuple[Array | None, ...]) -> Array:

@@ -17,11 +17,19 @@ from .threads import blas_for, one_blas_thread
 
 #: Element types numpy computes slowly or imprecisely; kernels work on them in float32.
 _WIDENED = HALF_FLOAT_NAMES
+FLOAT32 = np.dtype(np.float32)
+
+
+@functools.lru_cache(maxsize=256)
+def is_widened(dtype: np.dtype) -> bool:
+    """Whether kernels compute ``dtype`` in float32 (remembered: numpy spells a type's name out in
+    Python, which costs more than a small kernel)."""
+    return dtype.name in _WIDENED
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """The type to compute in for inputs of ``dtype`` (float32 for 16-bit floats)."""
-    return np.dtype(np.float32) if dtype.name in _WIDENED else dtype
+    return FLOAT32 if is_widened(dtype) else dtype
 
 
 def widen(array: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ import functools
 import itertools
 import os
 import threading
+import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,22 @@ _OPENBLAS_SETTERS = (
     "scipy_openblas_set_num_threads",
     "openblas_set_num_threads",
 )
+#: Its getter, by the same names.
+_OPENBLAS_GETTERS = tuple(name.replace("_set_", "_get_") for name in _OPENBLAS_SETTERS)
+
+
+@functools.cache
+def _get_blas_threads() -> Callable[[], int]:
+    """Numpy's BLAS thread count, read directly: threadpoolctl's getter looks its symbol up on
+    every call, which costs more than a one-row product."""
+    blas = _blas()
+    assert blas is not None
+    if blas.internal_api == "openblas":
+        for name in _OPENBLAS_GETTERS:
+            getter = getattr(blas.dynlib, name, None)
+            if getter is not None:
+                return typing.cast(Callable[[], int], getter)
+    return typing.cast(Callable[[], int], blas.get_num_threads)
 
 
 @functools.cache
@@ -206,7 +223,7 @@ class _BlasThreads:
         _blas_lock.acquire()
         self._held = True
         try:
-            current = blas.get_num_threads()
+            current = _get_blas_threads()()
             if count != current:
                 _set_blas_threads()(count)
                 self._restore = current
