@@ -69,6 +69,7 @@ class BackwardNode(GraphNode):
     after: int
     reverse: bool
     nan_equal: bool
+    disjoint: bool  # whether no two pooling windows share an element
     p: float
     alpha: float
     beta: float
