@@ -85,6 +85,10 @@ class RecordingRuntime(CapturingRuntime):
         self.log.append("copy")
         target[:nbytes] = source[:nbytes]
 
+    def upload_now(self, handle: np.ndarray, data: np.ndarray) -> None:
+        self.log.append("upload now")
+        handle[: data.nbytes] = data.view(np.uint8).reshape(-1)
+
 
 class RecordingBackend(GPUBackend):
     name = "recording"
@@ -108,9 +112,9 @@ def relu_plus_one(x: np.ndarray, y: np.ndarray) -> None:
     y[: x.size] = np.maximum(x, 0) + 1
 
 
-def plan(backend: GPUBackend, read_on_host: bool = False, upload: bool = False) -> Any:
+def plan(backend: GPUBackend, read_on_host: bool = False, write_used: bool = False) -> Any:
     """A two-kernel "plan": ``relu(2 x) + 1`` through an intermediate it drops; optionally reading the
-    intermediate on the host (as a data-dependent shape does) or uploading a host constant."""
+    intermediate on the host (as a data-dependent shape does) or writing host data into it."""
 
     def body(inputs: list[DeviceArray]) -> list[DeviceArray]:
         (x,) = inputs
@@ -119,8 +123,8 @@ def plan(backend: GPUBackend, read_on_host: bool = False, upload: bool = False) 
         runtime.launch(twice, [x.handle, doubled.handle], (1, 1, 1), [])
         if read_on_host:
             backend.to_numpy(doubled)
-        if upload:
-            backend.from_numpy(np.ones(3, np.float32))
+        if write_used:
+            runtime.copy_in(doubled.handle, np.ones(x.size, np.float32))
         y = backend.empty(x.shape, x.dtype)
         runtime.launch(relu_plus_one, [doubled.handle, y.handle], (1, 1, 1), [])
         return [y]
@@ -184,22 +188,55 @@ def test_a_new_shape_is_captured_again_and_the_old_one_still_replays(backend):
 
 
 @pytest.mark.parametrize(
-    ("option", "reason"),
-    [("read_on_host", "device data are read on the host"), ("upload", "host data are copied to the device")],
+    ("option", "reason", "want"),
+    [
+        ("read_on_host", "device data are read on the host", expected),
+        # the intermediate overwritten with ones: relu(1) + 1
+        ("write_used", "host data are written into a buffer the graph already uses", lambda x: 2 + 0 * x),
+    ],
 )
-def test_what_a_replay_would_not_repeat_runs_eagerly_and_is_reported(backend, option, reason):
+def test_what_a_replay_would_not_repeat_runs_eagerly_and_is_reported(backend, option, reason, want):
     runtime = backend.runtime
     runner = GraphRunner(backend, warmup=0)
     body = plan(backend, **{option: True})
     x = np.linspace(-1, 1, 8, dtype=np.float32)
     for _ in range(2):
-        np.testing.assert_array_equal(run(runner, body, x), expected(x))
+        np.testing.assert_array_equal(run(runner, body, x), want(x))
     assert runtime.log.count("begin capture") == runtime.log.count("abort capture") == 1  # tried once
     assert runner.report.captures == 0 and runner.report.eager == 2
     ((signature, why),) = runner.report.refused.items()
     assert signature == "(float32[8])" and reason in why
     assert runtime.capture is None and runtime.lock.acquire(blocking=False)  # the runtime is free again
     runtime.lock.release()
+
+
+def plus_first(x: np.ndarray, c: np.ndarray, y: np.ndarray) -> None:
+    y[: x.size] = x + c[0]
+
+
+def test_host_data_made_during_the_run_is_written_at_capture_and_kept(backend):
+    """A constant the run uploads (as a shape computed on the host is) is written once, at capture,
+    and stays for every replay, though the run drops it and allocates its size again after."""
+    runtime = backend.runtime
+
+    def body(inputs: list[DeviceArray]) -> list[DeviceArray]:
+        (x,) = inputs
+        half = backend.from_numpy(np.full(4, 0.5, np.float32))
+        shifted = backend.empty(x.shape, x.dtype)
+        runtime.launch(plus_first, [x.handle, half.handle, shifted.handle], (1, 1, 1), [])
+        del half
+        scratch = backend.empty((4,), np.dtype(np.float32))  # the dropped constant's size
+        runtime.launch(twice, [shifted.handle, scratch.handle], (1, 1, 1), [])
+        return [shifted]
+
+    runner = GraphRunner(backend, warmup=0)
+    rng = np.random.default_rng(6)
+    for index in range(3):
+        x = rng.standard_normal(4).astype(np.float32)
+        runtime.log.clear()
+        np.testing.assert_array_equal(run(runner, body, x), x + np.float32(0.5))
+        assert runtime.log.count("upload now") == (1 if index == 0 else 0)
+    assert (runner.report.captures, runner.report.replays, runner.report.refused) == (1, 2, {})
 
 
 def test_an_error_in_the_captured_run_ends_the_capture_and_is_raised(backend):
@@ -332,6 +369,9 @@ class OpenCLRecordingGraphs:
             def launch_graph(self, native: Any) -> None:
                 for launch in native:
                     OpenCLRuntime.launch(self, *launch)
+
+            def upload_now(self, handle: Any, data: np.ndarray) -> None:
+                OpenCLRuntime.copy_in(self, handle, data)  # queued before any replay of the graph
 
             def copy_device(self, source: Any, target: Any, nbytes: int) -> None:
                 OpenCLRuntime.copy_in(

@@ -6,8 +6,12 @@ a subclass says how), and keeps the memory the graph reads and writes from being
 work: buffers allocated while capturing come from, and go back to, a pool of the graph's own, and
 every buffer a captured launch binds is *pinned* (released, never pooled, when its tensor is
 dropped) for as long as the graph lives. What a replay could not repeat is refused while capturing
-with :class:`CaptureRefused`, naming it: copying host data to the device, reading device data on
-the host (a shape that depends on the data, a kernel that runs on the host).
+with :class:`CaptureRefused`, naming it: reading device data on the host (a shape that depends on
+the data, a kernel that runs on the host), or writing host data into a buffer the graph already
+uses. Host data written into a new buffer (a shape computed on the host, a constant made during
+the run) is written at once, outside the graph, and the buffer kept unchanged for the graph's
+life: the capture's inputs carry no host copies, so such data depends only on the signature and
+the model's constants, as it would on every replay.
 
 A :class:`GraphRunner` runs a function of device tensors (a plan's run) through such a runtime:
 the first calls with a new signature (shapes and element types) run eagerly, the next is captured
@@ -36,19 +40,32 @@ class CaptureRefused(DeviceError):
     """Work that a graph replay would not repeat was asked for while capturing."""
 
 
+#: Allocations of at most this many bytes during a capture are new buffers, never ones the capture
+#: freed: host data (shapes, small constants) may then be written into them at once.
+BAKED_BYTES = 4096
+
+
 @dataclass(eq=False)
 class Capture:
-    """What one capture holds: every buffer its work touched (by ``id``: the handle), and the
-    buffers freed while capturing, by size, which its later allocations reuse."""
+    """What one capture holds, by ``id`` of the handle: every buffer its work touched, those its
+    kernels use (which host data may no longer be written into), those written from the host at
+    capture (kept unchanged); the buffers freed while capturing, by size, which its later
+    allocations reuse, and the host-written ones freed, which it keeps."""
 
     held: dict[int, Any] = field(default_factory=dict)
+    used: set[int] = field(default_factory=set)
+    baked: set[int] = field(default_factory=set)
     spare: defaultdict[int, list[Any]] = field(default_factory=lambda: defaultdict(list))
+    kept: list[tuple[Any, int]] = field(default_factory=list)
 
-    def hold(self, handle: Any) -> None:
+    def hold(self, handle: Any, used: bool = False) -> None:
         self.held[id(handle)] = handle
+        if used:
+            self.used.add(id(handle))
 
-    def spares(self) -> list[tuple[Any, int]]:
-        return [(handle, size) for size, handles in self.spare.items() for handle in handles]
+    def owned(self) -> list[tuple[Any, int]]:
+        """The buffers no tensor holds any more: the graph's own."""
+        return [(h, size) for size, handles in self.spare.items() for h in handles] + self.kept
 
 
 class Graph:
@@ -57,9 +74,9 @@ class Graph:
 
     def __init__(self, runtime: CapturingRuntime, native: Any, capture: Capture) -> None:
         self.native = native
-        owned = capture.spares()
-        spare = {id(handle) for handle, _ in owned}
-        pinned = [key for key in capture.held if key not in spare]
+        owned = capture.owned()
+        released = {id(handle) for handle, _ in owned}
+        pinned = [key for key in capture.held if key not in released]
         runtime.pin(pinned)
         weakref.finalize(self, runtime.unpin, pinned, owned, capture.held).atexit = False
 
@@ -98,6 +115,11 @@ class CapturingRuntime(Runtime):
     @abstractmethod
     def copy_device(self, source: Any, target: Any, nbytes: int) -> None:
         """Queue a copy of ``nbytes`` from the start of ``source`` to the start of ``target``."""
+
+    @abstractmethod
+    def upload_now(self, handle: Any, data: np.ndarray) -> None:
+        """Write host data to a buffer at once, outside the capture under way (which the work
+        queued before it no longer touches: :meth:`start_capture` waited for it)."""
 
     # Capture.
     def begin_capture(self) -> None:
@@ -148,7 +170,7 @@ class CapturingRuntime(Runtime):
         self.lock.release()
 
     def _return_spares(self, capture: Capture) -> None:
-        for handle, size in capture.spares():
+        for handle, size in capture.owned():
             super().free(handle, size, id(handle) not in self._pins)
 
     # Pins.
@@ -176,18 +198,25 @@ class CapturingRuntime(Runtime):
             if capture is None:
                 return super().alloc(nbytes)
             size = size_class(nbytes)
-            spare = capture.spare.get(size)
-            handle, size = (spare.pop(), size) if spare else super().alloc(nbytes)
+            spare = capture.spare.get(size) if size > BAKED_BYTES else None
+            if spare:
+                handle = spare.pop()
+                capture.hold(handle, used=True)
+                return handle, size
+            handle, size = super().alloc(nbytes)
             capture.hold(handle)
             return handle, size
 
     def free(self, handle: Any, size: int, reuse: bool = True) -> None:
         with self.lock:
-            capture, pinned = self.capture, self._pins[id(handle)] > 0
-            if capture is not None and id(handle) in capture.held and not pinned:
-                capture.spare[size].append(handle)
-            else:
+            capture, key = self.capture, id(handle)
+            pinned = self._pins[key] > 0
+            if capture is None or key not in capture.held or pinned:
                 super().free(handle, size, reuse and not pinned)
+            elif key in capture.baked:
+                capture.kept.append((handle, size))
+            else:
+                capture.spare[size].append(handle)
 
     # What a capture records, and what it refuses.
     def launch(
@@ -196,7 +225,7 @@ class CapturingRuntime(Runtime):
         with self.lock:
             if self.capture is not None:
                 for handle in buffers:
-                    self.capture.hold(handle)
+                    self.capture.hold(handle, used=True)
             self.enqueue(program, buffers, grid, scalars)
 
     def library_matmul(
@@ -205,28 +234,32 @@ class CapturingRuntime(Runtime):
         with self.lock:
             if self.capture is not None:
                 for handle in (a, b, out):
-                    self.capture.hold(handle)
+                    self.capture.hold(handle, used=True)
             return self.enqueue_matmul(a, b, out, count, m, n, k, a_step, b_step)
 
     def copy_in(self, handle: Any, data: np.ndarray) -> None:
         with self.lock:
-            self._refuse_while_capturing(
-                f"{data.nbytes:,} bytes of host data are copied to the device (a constant made or a "
-                "random draw during the run)"
-            )
-            self.upload(handle, data)
+            capture = self.capture
+            if capture is None:
+                self.upload(handle, data)
+                return
+            if id(handle) in capture.used:
+                raise CaptureRefused(
+                    f"cannot be captured as a graph: {data.nbytes:,} bytes of host data are written into "
+                    "a buffer the graph already uses"
+                )
+            self.upload_now(handle, data)
+            capture.hold(handle)
+            capture.baked.add(id(handle))
 
     def copy_out(self, handle: Any, nbytes: int) -> bytes:
         with self.lock:
-            self._refuse_while_capturing(
-                f"{nbytes:,} bytes of device data are read on the host (a shape that depends on the "
-                "data, or a kernel that runs on the host)"
-            )
+            if self.capture is not None:
+                raise CaptureRefused(
+                    f"cannot be captured as a graph: {nbytes:,} bytes of device data are read on the host "
+                    "(a shape that depends on the data, or a kernel that runs on the host)"
+                )
         return self.download(handle, nbytes)
-
-    def _refuse_while_capturing(self, what: str) -> None:
-        if self.capture is not None:
-            raise CaptureRefused(f"cannot be captured as a graph: {what}")
 
     @abstractmethod
     def enqueue(

@@ -35,6 +35,7 @@ class CUDARuntime(CapturingRuntime):
         self.properties = cupy.cuda.runtime.getDeviceProperties(device)
         self.total_bytes = int(self.device.mem_info[1])  # asked once: cudaMemGetInfo is slow
         self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.side_stream = cupy.cuda.Stream(non_blocking=True)  # uploads while a graph is captured
         self.cublas_workspace = cupy.cuda.alloc(WORKSPACE_BYTES)
         self.cublas = Cublas(load_cublas(), self.stream.ptr, self.cublas_workspace.ptr)
 
@@ -93,6 +94,7 @@ class CUDARuntime(CapturingRuntime):
     # Graphs: cupy captures in relaxed mode, where its pool may still call cudaMalloc (global mode
     # refuses it); the buffers a capture uses stay its own (see CapturingRuntime).
     def start_capture(self) -> None:
+        self.stream.synchronize()  # host data is written at once during the capture (upload_now)
         self.stream.begin_capture()
 
     def finish_capture(self) -> Any:
@@ -110,3 +112,8 @@ class CUDARuntime(CapturingRuntime):
 
     def copy_device(self, source: Any, target: Any, nbytes: int) -> None:
         target.copy_from_device_async(source, nbytes, self.stream)
+
+    def upload_now(self, handle: Any, data: np.ndarray) -> None:
+        # On a stream of its own: the captured one may not wait, and records what it is given.
+        handle.copy_from_host_async(data.ctypes.data, data.nbytes, self.side_stream)
+        self.side_stream.synchronize()
