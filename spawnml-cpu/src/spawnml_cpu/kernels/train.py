@@ -12,6 +12,9 @@ from spawnml.ops.defs.train import DOMAIN
 
 from .table import KERNELS
 
+#: Element types the compiled updates take (numba has no float16 arithmetic).
+_COMPILED = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
 Array = np.ndarray
 
 
@@ -51,6 +54,11 @@ def adam_step(
     max_sq: Array | None = None,
 ) -> tuple[Array | None, ...]:
     a = ctx.attrs
+    step = a["step"]
+    step_size = a["lr"] / (1 - a["beta1"] ** step)
+    correction2_sqrt = math.sqrt(1 - a["beta2"] ** step)
+    if param.dtype in _COMPILED and grad.dtype == param.dtype:
+        return _adam_compiled(a, param, grad, exp_avg, exp_avg_sq, max_sq, step_size, correction2_sqrt)
     grad = -grad if a["maximize"] else grad
     if a["weight_decay"]:
         if a["decoupled_weight_decay"]:
@@ -59,14 +67,48 @@ def adam_step(
             grad = grad + param * _scalar(param, a["weight_decay"])
     exp_avg = exp_avg + (grad - exp_avg) * _scalar(param, 1 - a["beta1"])
     exp_avg_sq = exp_avg_sq * _scalar(param, a["beta2"]) + grad * _scalar(param, 1 - a["beta2"]) * grad
-    step = a["step"]
-    step_size = a["lr"] / (1 - a["beta1"] ** step)
-    correction2_sqrt = math.sqrt(1 - a["beta2"] ** step)
     if max_sq is not None:
         max_sq = np.maximum(max_sq, exp_avg_sq)
     second = exp_avg_sq if max_sq is None else max_sq
     denom = np.sqrt(second) / _scalar(param, correction2_sqrt) + _scalar(param, a["eps"])
     return param - exp_avg / denom * _scalar(param, step_size), exp_avg, exp_avg_sq, max_sq
+
+
+def _adam_compiled(
+    a: dict,
+    param: Array,
+    grad: Array,
+    exp_avg: Array,
+    exp_avg_sq: Array,
+    max_sq: Array | None,
+    step_size: float,
+    correction2_sqrt: float,
+) -> tuple[Array | None, ...]:
+    """:func:`adam_step` in one pass over the elements (:func:`.loops_train.adam`), with the
+    same operations in the same order and type: the same results, but for the sign of a NaN."""
+    from . import loops_train
+
+    decay = a["weight_decay"]
+    decoupled = bool(decay) and bool(a["decoupled_weight_decay"])
+    mode = loops_train.DECOUPLED if decoupled else loops_train.L2 if decay else loops_train.NO_DECAY
+    scalar = param.dtype.type
+    new_param, new_avg, new_sq = (np.empty(param.shape, param.dtype) for _ in range(3))
+    new_max = None if max_sq is None else np.empty(param.shape, param.dtype)
+    inputs = (param, grad, exp_avg, exp_avg_sq, max_sq)
+    loops_train.adam(
+        *[None if x is None else np.ascontiguousarray(x).reshape(-1) for x in inputs],
+        *[None if y is None else y.reshape(-1) for y in (new_param, new_avg, new_sq, new_max)],
+        bool(a["maximize"]),
+        mode,
+        scalar(1 - a["lr"] * decay if decoupled else decay),
+        scalar(1 - a["beta1"]),
+        scalar(a["beta2"]),
+        scalar(1 - a["beta2"]),
+        scalar(correction2_sqrt),
+        scalar(a["eps"]),
+        scalar(step_size),
+    )
+    return new_param, new_avg, new_sq, new_max
 
 
 @KERNELS.register("RMSpropStep", domain=DOMAIN)
