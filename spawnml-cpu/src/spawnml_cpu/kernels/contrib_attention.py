@@ -130,7 +130,8 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
     unsupported = {
         "causal=0 (bidirectional attention)": attrs.get("causal", 1) != 1,
         "sliding_window_cache=1 (a window-sized key/value cache)": bool(attrs.get("sliding_window_cache", 0)),
-        "a quantized key/value cache (kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale)": (
+        "a quantized key/value cache (kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale; "
+        "onnxruntime-genai's model builder writes it when asked for one)": (
             bool(attrs.get("kv_cache_bit_width", 0))
             or attrs.get("k_quant_type", "NONE") not in ("NONE", b"NONE")
             or attrs.get("v_quant_type", "NONE") not in ("NONE", b"NONE")
