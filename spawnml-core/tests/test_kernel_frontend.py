@@ -18,6 +18,7 @@ from spawnml.kernel import (
     i32,
     ir,
     kernel,
+    load_byte,
     u32,
 )
 from spawnml.kernel.library import add, matmul, sum_partial
@@ -78,10 +79,34 @@ def test_constant_folding_truncates_like_c():
     assert folded.specialize().body[0].value == ir.Const(-3 - 10 + 12, i32)
 
 
+def test_branches_on_constants_keep_only_the_side_taken():
+    @kernel(workgroup=(1,))
+    def chosen(x: Buffer[f32], WIDE: Const[bool], K: Const[int]):
+        if K == 2 and WIDE:
+            x[0] = 1.0
+        elif K == 3:
+            x[0] = 5.0
+        else:
+            x[0] = print  # not a kernel value: parsed only when this side is taken
+        x[1] = 2.0 if K > 5 else 3.0
+
+    body = chosen.specialize(WIDE=True, K=2).body
+    assert body[0] == ir.If(
+        ir.Const(True, ir.bool_), (ir.Store("x", ir.Const(0, i32), ir.Const(1.0, f32)),), ()
+    )
+    assert body[1] == ir.Store("x", ir.Const(1, i32), ir.Const(3.0, f32))
+    store = ir.Store("x", ir.Const(0, i32), ir.Const(5.0, f32))
+    taken = ir.Const(True, ir.bool_)
+    assert chosen.specialize(WIDE=True, K=3).body[0] == ir.If(taken, (ir.If(taken, (store,), ()),), ())
+    with pytest.raises(KernelError, match="unknown name print"):
+        chosen.specialize(WIDE=False, K=2)
+
+
 def _error(tmp_path, source: str) -> KernelError:
     """Define a kernel from ``source`` in a real file (so its lines can be read) and catch its error."""
     env = {"Buffer": Buffer, "ReadBuffer": ReadBuffer, "f32": f32, "u32": u32, "i32": i32, "kernel": kernel}
     env |= {"global_id": global_id, "exp": exp, "atomic_add": atomic_add, "Const": Const, "Scalar": Scalar}
+    env |= {"load_byte": load_byte}
     path = tmp_path / "case.py"
     path.write_text(source)
     with pytest.raises(KernelError) as info:
@@ -113,6 +138,7 @@ def _error(tmp_path, source: str) -> KernelError:
         ("k = global_id(n)", "constant axis"),
         ("x[0:2] = 0.0", "one integer index"),
         ("k = n if n > 0 else 2.5", "expected u32, got f32"),
+        ("k = load_byte(x, n)", "load_byte(words, index) needs a u32 buffer"),
     ],
 )
 def test_errors_name_the_construct_file_and_line(tmp_path, body, message):

@@ -12,8 +12,10 @@
     source = OpenCLRenderer().render(add.specialize())
 
 ``Const[...]`` parameters are bound by ``specialize(NAME=value)``, so one kernel serves
-every dtype and tile size. The front end (:mod:`.frontend`) builds the IR (:mod:`.ir`);
-the renderers (:mod:`.render`) turn it into WGSL, OpenCL C or CUDA C.
+every dtype and tile size; a dtype used in annotations is declared at module level as a
+:class:`TypeParam` of the same name (``T = TypeParam("T")``) and bound by ``T: Const[Scalar]``.
+The front end (:mod:`.frontend`) builds the IR (:mod:`.ir`); the renderers (:mod:`.render`) turn
+it into WGSL, OpenCL C or CUDA C.
 """
 
 from .frontend import KernelDef, kernel
@@ -22,6 +24,7 @@ from .lang import (
     Buffer,
     Const,
     ReadBuffer,
+    TypeParam,
     atomic_add,
     barrier,
     cos,
@@ -30,6 +33,8 @@ from .lang import (
     floor,
     global_id,
     group_id,
+    half_to_float,
+    load_byte,
     local_id,
     log,
     pow,
@@ -49,6 +54,7 @@ __all__ = [
     "KernelError",
     "ReadBuffer",
     "Scalar",
+    "TypeParam",
     "atomic_add",
     "barrier",
     "bool_",
@@ -61,8 +67,10 @@ __all__ = [
     "floor",
     "global_id",
     "group_id",
+    "half_to_float",
     "i32",
     "kernel",
+    "load_byte",
     "local_id",
     "log",
     "pow",

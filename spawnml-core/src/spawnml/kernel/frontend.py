@@ -6,6 +6,7 @@ import ast
 import builtins
 import inspect
 import math
+import operator
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,14 @@ _FOLD: dict[str, Callable[[Any, Any], Any]] = {
     "^": lambda a, b: a ^ b,
     "<<": lambda a, b: a << b,
     ">>": lambda a, b: a >> b,
+}
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
 }
 _FLOAT_FNS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "erf": 1, "sin": 1, "cos": 1}
 _FLOAT_FNS |= {"floor": 1, "pow": 2}
@@ -200,6 +209,9 @@ class _Parser:
                 return [self.assign(node, target, self.binary(node, op, current, self.expr(value)))]
             case ast.If(test=test, body=body, orelse=orelse):
                 cond = self.condition(test)
+                if isinstance(cond, Const):  # a branch on constants: the other side is not parsed
+                    taken = body if cond.value else orelse
+                    return [ir.If(Const(True, bool_), self.block(taken), ())] if taken else []
                 return [ir.If(cond, self.block(body), self.block(orelse))]
             case ast.While(test=test, body=body, orelse=[]):
                 return [ir.While(self.condition(test), self.block(body))]
@@ -295,6 +307,8 @@ class _Parser:
                 return self.logical(node, "&&", terms)
             case ast.BoolOp(op=op, values=values):
                 return self.logical(node, "&&" if isinstance(op, ast.And) else "||", map(self.expr, values))
+            case ast.IfExp(test=test, body=a, orelse=b) if isinstance(cond := self.condition(test), Const):
+                return self.expr(a if cond.value else b)
             case ast.IfExp(test=test, body=a, orelse=b):
                 a2, b2 = self.unify(node, self.expr(a), self.expr(b), "a conditional expression")
                 return ir.Select(self.condition(test), a2, b2, a2.dtype)
@@ -373,6 +387,12 @@ class _Parser:
             return ir.Id(_IDS[fn.name], int(axis.value))
         if fn.name == "atomic_add":
             return self.atomic_add(node, args)
+        if fn.name == "load_byte":
+            return self.load_byte(node, args)
+        if fn.name == "half_to_float":
+            if len(args) != 1:
+                raise self.error(node, "half_to_float(bits) takes one argument")
+            return _half_to_float(self.coerce(node, self.expr(args[0]), u32))
         values = [self.expr(a) for a in args]
         if fn.name == "select":
             if len(values) != 3:
@@ -401,6 +421,17 @@ class _Parser:
         self.atomic.add(name)
         value = self.coerce(node, self.expr(args[2]), kind.elem)
         return ir.AtomicAdd(name, self.index(args[1]), value, kind.elem)
+
+    def load_byte(self, node: ast.Call, args: list[ast.expr]) -> Expr:
+        name = ast.unparse(args[0]) if len(args) == 2 else ""
+        kind = self.params[name].type if name in self.params else None
+        if not isinstance(kind, ir.BufferType) or kind.elem != u32:
+            raise self.error(node, "load_byte(words, index) needs a u32 buffer and a byte index")
+        self.array(node, name, writing=False)
+        i = self.coerce(node, self.index(args[1]), u32)
+        word = ir.Load(name, ir.Binary(">>", i, Const(2, u32), u32), u32)
+        shift = ir.Binary("<<", ir.Binary("&", i, Const(3, u32), u32), Const(3, u32), u32)
+        return ir.Binary("&", ir.Binary(">>", word, shift, u32), Const(255, u32), u32)
 
     def cast(self, node: ast.expr, x: Expr, dtype: Scalar) -> Expr:
         if x.dtype == dtype:
@@ -466,7 +497,8 @@ class _Parser:
 
     def unary(self, node: ast.AST, op: ast.unaryop, x: Expr) -> Expr:
         if isinstance(op, ast.Not):
-            return ir.Unary("!", self.coerce(node, x, bool_), bool_)
+            x = self.coerce(node, x, bool_)
+            return Const(not x.value, bool_) if isinstance(x, Const) else ir.Unary("!", x, bool_)
         if isinstance(op, ast.USub) and x.dtype != bool_:
             if isinstance(x, Const):
                 return self.coerce(node, Const(-x.value, i32 if x.dtype.is_int else f32), x.dtype)
@@ -484,14 +516,37 @@ class _Parser:
         a, b = self.unify(node, a, b, f"`{symbol}`")
         if a.dtype == bool_ and symbol not in ("==", "!="):
             raise self.error(node, f"`{symbol}` does not take bool")
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(bool(_COMPARE[symbol](a.value, b.value)), bool_)
         return ir.Binary(symbol, a, b, bool_)
 
     def logical(self, node: ast.AST, symbol: str, values: Any) -> Expr:
         terms = [self.coerce(node, v, bool_) for v in values]
+        if all(isinstance(t, Const) for t in terms):
+            values = [bool(t.value) for t in terms]  # type: ignore[union-attr]
+            return Const(all(values) if symbol == "&&" else any(values), bool_)
         out = terms[0]
         for t in terms[1:]:
             out = ir.Binary(symbol, out, t, bool_)
         return out
+
+
+def _half_to_float(bits: Expr) -> Expr:
+    """The float16 in the low 16 bits of ``bits`` as f32, exactly: the significand (with its
+    implicit bit where the exponent is not 0) times a power of two built as an integer, so that
+    no device flushes the subnormals to zero. Infinities and NaNs, which GGUF scales never are,
+    come out as large finite values."""
+
+    def u(op: str, a: Expr, b: Expr | int) -> Expr:
+        return ir.Binary(op, a, Const(b, u32) if isinstance(b, int) else b, u32)
+
+    exponent = u("&", u(">>", bits, 10), 31)
+    implicit = ir.Select(ir.Binary(">", exponent, Const(0, u32), bool_), Const(1024, u32), Const(0, u32), u32)
+    significand = ir.Cast(u("|", u("&", bits, 1023), implicit), f32)
+    scale = ir.Cast(ir.Binary("<<", Const(1, u32), ir.Call("max", (exponent, Const(1, u32)), u32), u32), f32)
+    magnitude = ir.Binary("*", ir.Binary("*", significand, scale, f32), Const(2.0**-25, f32), f32)
+    negative = ir.Binary("!=", u("&", bits, 0x8000), Const(0, u32), bool_)
+    return ir.Select(negative, ir.Unary("-", magnitude, f32), magnitude, f32)
 
 
 def _int_const(x: Expr) -> bool:

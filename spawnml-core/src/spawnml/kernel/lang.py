@@ -47,7 +47,19 @@ class Const:
         return ConstSpec(kind)
 
 
+@dataclass(frozen=True)
+class TypeParam:
+    """A dtype placeholder, declared at module level (``T = TypeParam("T")``) so that kernels can
+    annotate ``ReadBuffer[T]``; the kernel's parameter ``T: Const[Scalar]`` binds it."""
+
+    name: str
+
+
 def _scalar(elem: Any, what: str) -> Scalar:
+    if isinstance(elem, TypeParam):
+        raise KernelError(
+            f"{what}[{elem.name}]: bind the placeholder with a parameter {elem.name}: Const[Scalar]"
+        )
     if not isinstance(elem, Scalar):
         raise KernelError(f"{what}[{elem!r}]: the element type must be a Scalar such as f32")
     return elem
@@ -68,3 +80,6 @@ barrier, shared, atomic_add = Intrinsic("barrier"), Intrinsic("shared"), Intrins
 exp, log, sqrt, rsqrt = Intrinsic("exp"), Intrinsic("log"), Intrinsic("sqrt"), Intrinsic("rsqrt")
 tanh, erf, sin, cos = Intrinsic("tanh"), Intrinsic("erf"), Intrinsic("sin"), Intrinsic("cos")
 floor, pow, select = Intrinsic("floor"), Intrinsic("pow"), Intrinsic("select")
+#: Reading packed data: ``load_byte(words, i)`` is byte ``i`` (little-endian) of a ``u32`` buffer,
+#: as u32; ``half_to_float(bits)`` is the float16 whose bits are the low 16 of a u32, as f32.
+load_byte, half_to_float = Intrinsic("load_byte"), Intrinsic("half_to_float")
