@@ -55,6 +55,7 @@ from spawnml.kernel.library import (
     conv,
     dft,
     forest,
+    gguf,
     grid_sample,
     linalg,
     linear_attention,
@@ -182,6 +183,8 @@ KERNELS = {
     "mel_weights": mel.mel_weights.specialize(T=i32, W=f32),
     "forest_leaves": forest.forest_leaves.specialize(T=f32),
     "forest_scores": forest.forest_scores.specialize(T=f32, AGGREGATE=3),
+    **{f"gguf_matmul_{t.lower()}": gguf.block_kernel(t, False) for t in ("Q5_1", "Q8_0", "Q5_K", "Q6_K")},
+    **{f"gguf_gather_{t.lower()}": gguf.block_kernel(t, True) for t in ("Q4_0", "Q4_K", "Q6_K")},
     **{
         f"{k.name}_vision": k
         for k in (

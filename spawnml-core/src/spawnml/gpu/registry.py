@@ -18,6 +18,7 @@ KERNEL_MODULES = tuple(
         "forest",
         "fused",
         "gemm",
+        "gguf",
         "indexing",
         "layout",
         "linalg",
