@@ -5,13 +5,17 @@ and :meth:`~CapturingRuntime.end_capture` as a graph instead of running it (CUDA
 a subclass says how), and keeps the memory the graph reads and writes from being handed to other
 work: buffers allocated while capturing come from, and go back to, a pool of the graph's own, and
 every buffer a captured launch binds is *pinned* (released, never pooled, when its tensor is
-dropped) for as long as the graph lives. What a replay could not repeat is refused while capturing
-with :class:`CaptureRefused`, naming it: reading device data on the host (a shape that depends on
-the data, a kernel that runs on the host), or writing host data into a buffer the graph already
-uses. Host data written into a new buffer (a shape computed on the host, a constant made during
-the run) is written at once, outside the graph, and the buffer kept unchanged for the graph's
-life: the capture's inputs carry no host copies, so such data depends only on the signature and
-the model's constants, as it would on every replay.
+dropped) for as long as the graph lives.
+
+Host data written into a new buffer (a shape computed on the host, a constant made during the run)
+is written at once, outside the graph, and the buffer kept unchanged for the graph's life: the
+capture's inputs carry no host copies, so such data depends only on the signature and the model's
+constants, as it would on every replay. Host data written into a buffer the graph already uses is
+refused with :class:`CaptureRefused`. Device data read on the host (a shape computed on the device,
+a shape that depends on the data) ends a *segment*: what was recorded so far runs, the value is
+read and kept, and recording goes on. A replay runs the segments in turn and reads each value
+again; where one differs from the capture's (the shape depends on the data), the run is made
+eagerly instead, and the signature is not replayed again.
 
 A :class:`GraphRunner` runs a function of device tensors (a plan's run) through such a runtime:
 the first calls with a new signature (shapes and element types) run eagerly, the next is captured
@@ -57,6 +61,7 @@ class Capture:
     baked: set[int] = field(default_factory=set)
     spare: defaultdict[int, list[Any]] = field(default_factory=lambda: defaultdict(list))
     kept: list[tuple[Any, int]] = field(default_factory=list)
+    segments: list[tuple[Any, HostRead | None]] = field(default_factory=list)
 
     def hold(self, handle: Any, used: bool = False) -> None:
         self.held[id(handle)] = handle
@@ -68,12 +73,22 @@ class Capture:
         return [(h, size) for size, handles in self.spare.items() for h in handles] + self.kept
 
 
+@dataclass(frozen=True)
+class HostRead:
+    """Device data a capture read on the host after a segment: where, and what it was."""
+
+    handle: Any
+    nbytes: int
+    value: bytes
+
+
 class Graph:
-    """A captured graph and the buffers it reads and writes, which it keeps alive and pinned; the
-    pins go, and the graph's own pooled buffers are released, when it is dropped."""
+    """A captured graph, as segments each followed by the host read that ended it (None after the
+    last), and the buffers it reads and writes, which it keeps alive and pinned; the pins go, and
+    the graph's own pooled buffers are released, when it is dropped."""
 
     def __init__(self, runtime: CapturingRuntime, native: Any, capture: Capture) -> None:
-        self.native = native
+        self.segments: list[tuple[Any, HostRead | None]] = [*capture.segments, (native, None)]
         owned = capture.owned()
         released = {id(handle) for handle, _ in owned}
         pinned = [key for key in capture.held if key not in released]
@@ -147,7 +162,7 @@ class CapturingRuntime(Runtime):
         return Graph(self, native, capture)
 
     def abort_capture(self) -> None:
-        """Drop what was queued since :meth:`begin_capture` (it never ran)."""
+        """Drop what was recorded since :meth:`begin_capture`."""
         capture = self._current()
         try:
             self.discard_capture()
@@ -155,10 +170,16 @@ class CapturingRuntime(Runtime):
             self._return_spares(capture)
             self._end()
 
-    def replay(self, graph: Graph) -> None:
+    def replay(self, graph: Graph) -> bool:
+        """Queue ``graph``'s segments, reading its host reads again between them; False, having
+        stopped, where a value read differs from the capture's."""
         with self.lock:
             self.check_alive()
-            self.launch_graph(graph.native)
+            for native, read in graph.segments:
+                self.launch_graph(native)
+                if read is not None and self.download(read.handle, read.nbytes) != read.value:
+                    return False
+            return True
 
     def _current(self) -> Capture:
         if self.capture is None:
@@ -254,12 +275,17 @@ class CapturingRuntime(Runtime):
 
     def copy_out(self, handle: Any, nbytes: int) -> bytes:
         with self.lock:
-            if self.capture is not None:
-                raise CaptureRefused(
-                    f"cannot be captured as a graph: {nbytes:,} bytes of device data are read on the host "
-                    "(a shape that depends on the data, or a kernel that runs on the host)"
-                )
-        return self.download(handle, nbytes)
+            capture = self.capture
+            if capture is None:
+                return self.download(handle, nbytes)
+            # The segment so far runs, and recording goes on after the read (see the module).
+            native = self.finish_capture()
+            self.launch_graph(native)
+            value = self.download(handle, nbytes)
+            capture.segments.append((native, HostRead(handle, nbytes, value)))
+            capture.hold(handle, used=True)
+            self.start_capture()
+            return value
 
     @abstractmethod
     def enqueue(
@@ -326,8 +352,7 @@ class GraphRunner:
         signature = describe(key, inputs)
         captured = self._graphs.get(signature)
         if captured is not None:
-            self.report.replays += 1
-            return self._replay(captured, inputs)
+            return self._replay(captured, inputs, signature, body, replay=True)
         if signature in self.report.refused or self._runs[signature] < self.warmup:
             self._runs[signature] += 1
             self.report.eager += 1
@@ -336,6 +361,8 @@ class GraphRunner:
         if any(x.offset for x in inputs):
             return self._refuse(signature, "an input is a window of a larger tensor", body, inputs)
         static = [self.backend.empty(x.shape, x.dtype) for x in inputs]
+        for source, target in zip(inputs, static, strict=True):  # what host reads will see
+            runtime.copy_device(source.handle, target.handle, nbytes(source))
         runtime.begin_capture()
         try:
             outputs = body(static)
@@ -358,7 +385,7 @@ class GraphRunner:
             return self._refuse(signature, _reason(error), body, inputs)
         captured = self._graphs[signature] = Captured(graph, static, outputs)
         self.report.captures += 1
-        return self._replay(captured, inputs)
+        return self._replay(captured, inputs, signature, body, replay=False)
 
     @property
     def graphs(self) -> dict[str, Captured]:
@@ -379,16 +406,24 @@ class GraphRunner:
         self.report.eager += 1
         return results
 
-    def _replay(self, captured: Captured, inputs: list[DeviceArray]) -> list[Any]:
+    def _replay(
+        self, captured: Captured, inputs: list[DeviceArray], signature: str, body: Body, replay: bool
+    ) -> list[Any]:
+        """The graph run on ``inputs`` (counted as a replay, or as the capture's own run), or
+        ``body`` run eagerly where a host read differs from the capture's."""
         runtime = self._runtime()
         with runtime.lock:  # the copies and the replay in turn, not interleaved with another's
-            results = [self.backend.empty(y.shape, y.dtype) for y in captured.outputs]
             for source, target in zip(inputs, captured.inputs, strict=True):
                 runtime.copy_device(source.handle, target.handle, nbytes(source))
-            runtime.replay(captured.graph)
-            for source, target in zip(captured.outputs, results, strict=True):
-                runtime.copy_device(source.handle, target.handle, nbytes(source))
-        return results
+            if runtime.replay(captured.graph):
+                results = [self.backend.empty(y.shape, y.dtype) for y in captured.outputs]
+                for source, target in zip(captured.outputs, results, strict=True):
+                    runtime.copy_device(source.handle, target.handle, nbytes(source))
+                self.report.replays += replay
+                return results
+        del self._graphs[signature]
+        reason = "a value read on the host differs from the capture's: a shape depends on the data"
+        return self._refuse(signature, reason, body, inputs)
 
 
 def _reason(error: Exception) -> str:
