@@ -20,7 +20,7 @@ from ..kernel.library.movement import strided_copy
 from ..kernel.render import CStyleRenderer
 from ..kernel.split import Parts, split_buffers
 from .array import PHYSICAL, DeviceArray, Storage, physical
-from .registry import GPU_KERNELS
+from .registry import GPU_KERNELS, NOT_ON_GPU
 from .runtime import Runtime
 
 #: What the 64-bit integers saturate to on the device.
@@ -72,7 +72,9 @@ class GPUBackend(Backend):
         double = np.dtype(np.float64) in (*input_dtypes, *output_dtypes)
         if double and self.availability().available and not self.runtime.float64:
             return f"{self.name} holds no double tensors: {self.runtime.describe()} has no double precision"
-        return super().unsupported_reason(node, opset, input_dtypes, output_dtypes)
+        reason = super().unsupported_reason(node, opset, input_dtypes, output_dtypes)
+        why = NOT_ON_GPU.get((node.domain, node.op_type)) if reason == f"no {self.name} kernel" else None
+        return f"{reason}: {why}" if why else reason
 
     @property
     def runtime(self) -> Runtime:

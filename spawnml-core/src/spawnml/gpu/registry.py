@@ -27,6 +27,7 @@ KERNEL_MODULES = tuple(
         "mel",
         "ml",
         "quant",
+        "quant_contrib",
         "quant_conv",
         "recurrent",
         "reduce",
@@ -42,3 +43,12 @@ KERNEL_MODULES = tuple(
 )
 
 GPU_KERNELS = KernelTable(modules=KERNEL_MODULES)
+
+#: Why the GPU backends have no kernel for an operator, where that is worth saying: added to the
+#: refusal, ``(domain, operator) -> reason``.
+NOT_ON_GPU = {
+    ("com.microsoft", "QAttention"): (
+        "its heads are com.microsoft Attention's (packed Q/K/V, mask_index, a 5-D past), which the "
+        "GPU backends do not run; list the cpu provider after this one to run it there"
+    ),
+}
