@@ -20,12 +20,13 @@ from spawnml.dtypes import from_onnx
 from spawnml.errors import InvalidArgumentError
 from spawnml.ir import Node
 from spawnml.ops.shapes import as_text, normalize_axis
+from spawnml.plan_compiler import specialize
 
 from .attention import merge_heads, sigmoid, softmax, split_heads
 from .conv import convolve
 from .elementwise import erf_gelu
 from .nn_common import compute_dtype, matmul, widen
-from .norm import normalize_rows_loop
+from .norm import layer_norm, layer_norm_direct, normalize_rows_loop
 from .table import KERNELS
 
 MS = "com.microsoft"
@@ -136,12 +137,18 @@ def _check_stash(node: Node, opset: int) -> str | None:
 def _layer_norm_v1(
     ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
 ) -> tuple[Array, Array | None, Array]:
-    """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type."""
+    """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type (where
+    it is the input's, the operator is the standard one of opset 17)."""
+    if scale.dtype == x.dtype:
+        return layer_norm(ctx, x, scale, bias)
     attrs = ctx.attrs
     normalized, mean, inv_std = _normalize(
         x, attrs["axis"], attrs["epsilon"], from_onnx(attrs["stash_type"]), True
     )
     return _scaled(normalized, scale, bias, scale.dtype), mean, inv_std
+
+
+specialize(_layer_norm_v1, layer_norm_direct)
 
 
 @KERNELS.register("SimplifiedLayerNormalization", check=_check_stash)
@@ -561,9 +568,39 @@ def _matmul_nbits(
     blocks = -(-depth // block)
     quantized = unpack_bits(b.reshape(columns, blocks, -1), bits).astype(FLOAT32)
     offsets = _zero_points(zero_points, bits, columns, blocks)
-    weights = (quantized - offsets[..., None]) * widen(scales.reshape(columns, blocks))[..., None]
-    y = matmul(widen(a), weights.reshape(columns, -1)[:, :depth].T)
+    block_scales = widen(scales.reshape(columns, blocks))[..., None]
+    if _int8_activations(attrs):
+        # onnxruntime quantizes A to 8 bits per block and sums the integer products of a block
+        # exactly; float64 holds each product and their sum to well within float32 rounding
+        weights = (quantized - offsets[..., None]).astype(np.float64) * block_scales
+        activations = _int8_blocks(widen(a), block, blocks)
+    else:
+        weights = (quantized - offsets[..., None]) * block_scales
+        activations = widen(a)
+    y = matmul(activations, weights.reshape(columns, -1)[:, :depth].T).astype(compute_dtype(a.dtype))
     return (y if bias is None else y + widen(bias)).astype(a.dtype)
+
+
+#: MatMulNBits' ``accuracy_level`` at which onnxruntime multiplies 8-bit activations.
+INT8_ACCURACY = 4
+
+
+def _int8_activations(attrs: dict[str, Any]) -> bool:
+    """Whether onnxruntime's CPU kernel quantizes A to 8 bits: at ``accuracy_level`` 4, save
+    for 2-bit weights in blocks of 16."""
+    return attrs["accuracy_level"] == INT8_ACCURACY and not (attrs["bits"] == 2 and attrs["block_size"] == 16)
+
+
+def _int8_blocks(a: Array, block: int, blocks: int) -> Array:
+    """``a`` as onnxruntime's 8-bit blocks give it back, in float64: each ``block`` values along K
+    rounded to multiples of their largest magnitude / 127 (a float32 scale)."""
+    depth = a.shape[-1]
+    padded = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, blocks * block - depth)])
+    grouped = padded.reshape(*a.shape[:-1], blocks, block)
+    scale = (np.abs(grouped).max(axis=-1, keepdims=True) / np.float32(127)).astype(FLOAT32)
+    inverse = np.divide(np.float32(1), scale, out=np.zeros_like(scale), where=scale != 0)
+    levels = np.clip(np.rint(grouped * inverse), -127, 127)
+    return (levels.astype(np.float64) * scale).reshape(*a.shape[:-1], -1)[..., :depth]
 
 
 # FusedConv -----------------------------------------------------------------------------------
