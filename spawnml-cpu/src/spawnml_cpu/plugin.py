@@ -1,4 +1,4 @@
-"""Entry-point plugin: registers the CPU backend.
+"""Entry-point plugin: registers the CPU backend, imported (with numba) when first asked for.
 
 Loading it changes nothing process-wide: glibc's allocator is set only where the user asks
 (:mod:`.allocator`), and BLAS's thread count and CPU affinity only inside the kernels' regions
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from spawnml.plugins import hookimpl
+from spawnml.plugins import LazyBackend, hookimpl
 
 from .allocator import keep_freed_memory, reuse_requested
-from .backend import CPUBackend
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
     if reuse_requested():
         keep_freed_memory()
-    register(CPUBackend)
+    register(LazyBackend("cpu", "spawnml_cpu.backend:CPUBackend"))

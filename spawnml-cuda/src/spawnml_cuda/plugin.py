@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from spawnml.plugins import hookimpl
-
-from .backend import CUDABackend
+from spawnml.plugins import LazyBackend, hookimpl
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
-    register(CUDABackend)
+    register(LazyBackend("cuda", "spawnml_cuda.backend:CUDABackend"))

@@ -1,4 +1,8 @@
-"""Entry-point plugin: the sentence-embedding pipeline, ``spawnml embed`` and the reference models."""
+"""Entry-point plugin: the sentence-embedding pipeline, ``spawnml embed`` and the reference models.
+
+Each hook imports what it registers: the plugins are found without importing any pipeline
+(their dependencies take seconds), and models and commands are registered when first asked for.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +11,23 @@ from collections.abc import Callable
 from spawnml.models import ModelSpec
 from spawnml.plugins import hookimpl
 
-from .assets import FETCH_SCRIPT, manifest
-from .bert import WEIGHTS_ASSET as BERT_WEIGHTS_ASSET
-from .classification import CLASSIFY, ImageClassificationPipeline
-from .commands import EMBED
-from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline, minilm_from_safetensors
-from .imagenet_labels import LABELS_ASSET
-from .llm.command import GENERATE
-from .llm.spec import smollm2_spec
-from .mobilenet import WEIGHTS_ASSET as MOBILENET_ASSET
-from .ocr import OCRPipeline
-from .ocr.command import OCR
-from .ocr.pipeline import ASSET as OCR_ASSET
-from .reference_models import REFERENCE_MODELS
-from .vad import MODEL_ASSET as VAD_ASSET
-from .vad import VAD, VADPipeline
-from .whisper import SpeechRecognitionPipeline
-from .whisper.command import TRANSCRIBE
-from .whisper.pipeline import MODEL_ASSET as WHISPER_ASSET
-
 
 @hookimpl
 def register_models(register: Callable[..., None]) -> None:
+    from .assets import FETCH_SCRIPT, manifest
+    from .bert import WEIGHTS_ASSET as BERT_WEIGHTS_ASSET
+    from .classification import ImageClassificationPipeline
+    from .embeddings import MODEL_ASSET, TOKENIZER_ASSET, SentenceEmbeddingPipeline, minilm_from_safetensors
+    from .imagenet_labels import LABELS_ASSET
+    from .llm.spec import smollm2_spec
+    from .mobilenet import WEIGHTS_ASSET as MOBILENET_ASSET
+    from .ocr import OCRPipeline
+    from .ocr.pipeline import ASSET as OCR_ASSET
+    from .vad import MODEL_ASSET as VAD_ASSET
+    from .vad import VADPipeline
+    from .whisper import SpeechRecognitionPipeline
+    from .whisper.pipeline import MODEL_ASSET as WHISPER_ASSET
+
     model, tokenizer = manifest()[MODEL_ASSET], manifest()[TOKENIZER_ASSET]
     register(
         ModelSpec(
@@ -108,6 +107,13 @@ def register_models(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
+    from .classification import CLASSIFY
+    from .commands import EMBED
+    from .llm.command import GENERATE
+    from .ocr.command import OCR
+    from .vad import VAD
+    from .whisper.command import TRANSCRIBE
+
     register(EMBED)
     register(VAD)
     register(CLASSIFY)
@@ -118,5 +124,7 @@ def register_commands(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_reference_models(register: Callable[..., None]) -> None:
+    from .reference_models import REFERENCE_MODELS
+
     for model in REFERENCE_MODELS:
         register(model)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from spawnml.plugins import hookimpl
-
-from .backend import OpenCLBackend
+from spawnml.plugins import LazyBackend, hookimpl
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
-    register(OpenCLBackend)
+    register(LazyBackend("opencl", "spawnml_opencl.backend:OpenCLBackend"))

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from spawnml.plugins import hookimpl
-
-from .backend import WebGPUBackend
+from spawnml.plugins import LazyBackend, hookimpl
 
 
 @hookimpl
 def register_backends(register: Callable[..., None]) -> None:
-    register(WebGPUBackend)
+    register(LazyBackend("webgpu", "spawnml_webgpu.backend:WebGPUBackend"))

@@ -6,16 +6,15 @@ entry-point or distribution names) restricts which installed plugins load.
 
 from __future__ import annotations
 
-from ..backend import Backend
 from ..formats import FormatLoader
 from ..models import ModelSpec
 from ..ops.registry import OperatorRegistry
-from .hookspecs import RegisterKernel, hookimpl
-from .manager import PluginInfo, Registry, get_plugin_manager, not_loaded, refresh, registry, reset
+from .hookspecs import LazyBackend, RegisterKernel, hookimpl
+from .manager import Backends, PluginInfo, Registry, get_plugin_manager, not_loaded, refresh, registry, reset
 
 
-def backends() -> dict[str, Backend]:
-    """Installed backends by name, available or not."""
+def backends() -> Backends:
+    """Installed backends by name, available or not; each is imported when first asked for."""
     return registry().backends
 
 
@@ -35,6 +34,8 @@ def models() -> dict[str, ModelSpec]:
 
 
 __all__ = [
+    "Backends",
+    "LazyBackend",
     "PluginInfo",
     "RegisterKernel",
     "Registry",

@@ -31,9 +31,24 @@ class Command:
     run: Callable[[argparse.Namespace], int | None]
 
 
+@dataclass(frozen=True)
+class LazyBackend:
+    """A backend registered by name and where its class lives, ``"package.module:Class"``.
+
+    The module is imported when the backend is first asked for, so that finding the plugins
+    does not import every backend's dependencies (a GPU library, numba) for a session that
+    uses another backend.
+    """
+
+    name: str
+    path: str
+
+
 @hookspec
 def register_backends(register: Callable[..., None]) -> None:
-    """Register backend classes: ``register(MyBackend)`` (a :class:`spawnml.backend.Backend`)."""
+    """Register backends: ``register(LazyBackend("mine", "my_package.backend:MyBackend"))``, or
+    the class itself, ``register(MyBackend)`` (a :class:`spawnml.backend.Backend` subclass),
+    which imports its module when the plugins are found."""
 
 
 class RegisterKernel(Protocol):

@@ -6,7 +6,8 @@ import difflib
 import importlib
 import inspect
 import os
-from collections.abc import Callable, Collection
+import threading
+from collections.abc import Callable, Collection, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -21,7 +22,7 @@ from ..ops.registry import OperatorRegistry
 from ..ops.schema import OpSchema
 from ..version import __version__
 from . import hookspecs
-from .hookspecs import Command
+from .hookspecs import Command, LazyBackend
 
 ENTRY_POINT_GROUP = "spawnml"
 #: Comma-separated entry-point names (or distribution names) to load; unset loads all.
@@ -41,19 +42,108 @@ class PluginInfo:
     provides: dict[str, list[str]] = field(default_factory=dict)
 
 
+class Backends(MutableMapping[str, Backend]):
+    """The installed backends by name, in the order they were registered. A backend registered
+    as a :class:`LazyBackend` is imported and made when first asked for; its name is known
+    before, so listing or checking names imports nothing."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Backend | LazyBackend] = {}
+        self._owners: dict[str, str] = {}  # a lazy backend's name -> the plugin registering it
+        self._making = threading.Lock()
+
+    def add_lazy(self, entry: LazyBackend, plugin: str) -> None:
+        self._entries[entry.name] = entry
+        self._owners[entry.name] = plugin
+
+    def __getitem__(self, name: str) -> Backend:
+        entry = self._entries[name]
+        if isinstance(entry, Backend):
+            return entry
+        with self._making:  # two threads asking at once get the same instance
+            entry = self._entries[name]
+            if isinstance(entry, LazyBackend):
+                entry = self._entries[name] = _backend_class(entry, self._owners[name])()
+        return entry
+
+    def __setitem__(self, name: str, backend: Backend) -> None:
+        self._entries[name] = backend
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+
+def _backend_class(entry: LazyBackend, plugin: str) -> type[Backend]:
+    """The class a lazy backend names, imported now; refused unless it is a backend of that name."""
+    module_name, _, class_name = entry.path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), class_name)
+    except Exception as error:  # a broken backend must say which plugin and path it came from
+        raise PluginError(
+            f"plugin {plugin!r}: backend {entry.name!r} ({entry.path}) failed to import: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    _check_backend_class(found, plugin)
+    if found.name != entry.name:
+        raise PluginError(
+            f"plugin {plugin!r} registered backend {entry.name!r} as {entry.path}, "
+            f"whose name is {found.name!r}"
+        )
+    return found
+
+
+#: The hooks whose registrations a session does not need, collected when first asked for: finding
+#: the plugins then imports no model port, pipeline or command a session never uses.
+DEFERRED_HOOKS = ("register_models", "register_reference_models", "register_commands")
+
+
 @dataclass
 class Registry:
-    """Everything the loaded plugins registered."""
+    """Everything the loaded plugins registered. Models, reference models and commands (and the
+    ``provides`` of the plugins registering them) are collected on first access."""
 
-    backends: dict[str, Backend] = field(default_factory=dict)
+    backends: Backends = field(default_factory=Backends)
     formats: dict[str, FormatLoader] = field(default_factory=dict)
     operators: OperatorRegistry = field(default_factory=OperatorRegistry)
-    models: dict[str, ModelSpec] = field(default_factory=dict)
-    reference_models: dict[str, ReferenceModel] = field(default_factory=dict)
-    commands: dict[str, Any] = field(default_factory=dict)
-    plugins: dict[str, PluginInfo] = field(default_factory=dict)
     #: (kind, name) -> the plugin that registered it, to name both sides of a duplicate.
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
+    _models: dict[str, ModelSpec] = field(default_factory=dict)
+    _reference_models: dict[str, ReferenceModel] = field(default_factory=dict)
+    _commands: dict[str, Any] = field(default_factory=dict)
+    _plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    #: Collects the deferred hooks' registrations; None once it has run.
+    _deferred: Callable[[], None] | None = field(default=None, repr=False)
+
+    def _finished(self) -> Registry:
+        collect, self._deferred = self._deferred, None
+        if collect is not None:
+            collect()
+        return self
+
+    @property
+    def models(self) -> dict[str, ModelSpec]:
+        return self._finished()._models
+
+    @property
+    def reference_models(self) -> dict[str, ReferenceModel]:
+        return self._finished()._reference_models
+
+    @property
+    def commands(self) -> dict[str, Any]:
+        return self._finished()._commands
+
+    @property
+    def plugins(self) -> dict[str, PluginInfo]:
+        return self._finished()._plugins
 
 
 _manager: pluggy.PluginManager | None = None
@@ -158,7 +248,7 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
     for name, _ in manager.list_name_plugin():
         entry_point = _entry_points.get(name)
         dist = entry_point.dist if entry_point is not None else None
-        result.plugins[name] = PluginInfo(
+        result._plugins[name] = PluginInfo(
             name=name,
             distribution=dist.name if dist is not None else "spawnml-core",
             version=dist.version if dist is not None else __version__,
@@ -169,24 +259,36 @@ def _collect(manager: pluggy.PluginManager) -> Registry:
         "register_backends": _add_backend,
         "register_formats": _named("formats", "format", FormatLoader),
         "register_operators": _add_operator,
-        "register_models": _named("models", "model", ModelSpec),
-        "register_reference_models": _named("reference_models", "reference model", ReferenceModel),
-        "register_commands": _named("commands", "command", Command),
+        "register_models": _named("_models", "model", ModelSpec),
+        "register_reference_models": _named("_reference_models", "reference model", ReferenceModel),
+        "register_commands": _named("_commands", "command", Command),
     }
     for hook_name, add in adders.items():
-        for impl in getattr(manager.hook, hook_name).get_hookimpls():
-            info = result.plugins[impl.plugin_name]
+        if hook_name not in DEFERRED_HOOKS:
+            _run_hook(manager, result, hook_name, add)
 
-            def register(item: Any, _info: PluginInfo = info, _add=add, _hook=hook_name) -> None:
-                label = _add(result, _info.name, item)
-                _info.provides.setdefault(_hook.removeprefix("register_"), []).append(label)
+    def collect_deferred() -> None:
+        for hook_name in DEFERRED_HOOKS:
+            _run_hook(manager, result, hook_name, adders[hook_name])
 
-            _call_hook(impl, info, hook_name, register=register)
+    result._deferred = collect_deferred
     for impl in manager.hook.register_kernels.get_hookimpls():  # after the backends they extend
-        info = result.plugins[impl.plugin_name]
+        info = result._plugins[impl.plugin_name]
         registrar = _kernel_registrar(result, info)
         _call_hook(impl, info, "register_kernels", register=registrar, backends=frozenset(result.backends))
     return result
+
+
+def _run_hook(manager: pluggy.PluginManager, result: Registry, hook_name: str, add: Adder) -> None:
+    """Call every implementation of ``hook_name`` with a ``register`` that adds to ``result``."""
+    for impl in getattr(manager.hook, hook_name).get_hookimpls():
+        info = result._plugins[impl.plugin_name]
+
+        def register(item: Any, _info: PluginInfo = info) -> None:
+            label = add(result, _info.name, item)
+            _info.provides.setdefault(hook_name.removeprefix("register_"), []).append(label)
+
+        _call_hook(impl, info, hook_name, register=register)
 
 
 def _describe(info: PluginInfo) -> str:
@@ -206,9 +308,9 @@ def _check_hook_names(manager: pluggy.PluginManager, result: Registry) -> None:
         for impl in caller.get_hookimpls():
             close = difflib.get_close_matches(hook_name, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            plugin = _describe(result._plugins[impl.plugin_name])
             raise PluginError(
-                f"{_describe(result.plugins[impl.plugin_name])} implements unknown hook {hook_name!r}{hint}; "
-                f"the hooks are {', '.join(known)}"
+                f"{plugin} implements unknown hook {hook_name!r}{hint}; the hooks are {', '.join(known)}"
             )
 
 
@@ -238,7 +340,7 @@ Adder = Callable[[Registry, str, Any], str]
 
 
 def _named(field: str, kind: str, expected: type[Any]) -> Adder:
-    """An adder for instances of ``expected`` kept by their ``name`` in ``Registry.<field>``."""
+    """An adder for instances of ``expected`` kept by their ``name`` in the registry's ``field``."""
 
     def add(result: Registry, plugin: str, item: Any) -> str:
         if not isinstance(item, expected):
@@ -249,15 +351,29 @@ def _named(field: str, kind: str, expected: type[Any]) -> Adder:
     return add
 
 
-def _add_backend(result: Registry, plugin: str, backend_class: Any) -> str:
-    if not (isinstance(backend_class, type) and issubclass(backend_class, Backend)):
-        raise PluginError(f"plugin {plugin!r} registered {backend_class!r}, not a Backend subclass")
-    if inspect.isabstract(backend_class) or not getattr(backend_class, "name", ""):
+def _add_backend(result: Registry, plugin: str, registered: Any) -> str:
+    if isinstance(registered, LazyBackend):
+        if not registered.name or registered.path.count(":") != 1:
+            raise PluginError(
+                f"plugin {plugin!r} registered {registered!r}: a lazy backend needs a name and a "
+                f"path 'package.module:Class'"
+            )
+        _claim(result, result.backends, registered.name, "backend", plugin)
+        result.backends.add_lazy(registered, plugin)
+        return registered.name
+    _check_backend_class(registered, plugin)
+    _store(result, result.backends, registered.name, registered(), "backend", plugin)
+    return registered.name
+
+
+def _check_backend_class(registered: Any, plugin: str) -> None:
+    """Refuse what is not a concrete, named :class:`Backend` subclass."""
+    if not (isinstance(registered, type) and issubclass(registered, Backend)):
+        raise PluginError(f"plugin {plugin!r} registered {registered!r}, not a Backend subclass")
+    if inspect.isabstract(registered) or not getattr(registered, "name", ""):
         raise PluginError(
-            f"plugin {plugin!r} registered {backend_class.__name__}, which is abstract or has no name"
+            f"plugin {plugin!r} registered {registered.__name__}, which is abstract or has no name"
         )
-    _store(result, result.backends, backend_class.name, backend_class(), "backend", plugin)
-    return backend_class.name
 
 
 def _add_operator(result: Registry, plugin: str, schema: Any) -> str:
@@ -331,18 +447,25 @@ def _add_kernel(
     info.provides.setdefault("kernels", []).append(label)
 
 
-def _store(result: Registry, existing: dict[str, Any], name: str, item: Any, kind: str, plugin: str) -> None:
+def _store(
+    result: Registry, existing: MutableMapping[str, Any], name: str, item: Any, kind: str, plugin: str
+) -> None:
+    _claim(result, existing, name, kind, plugin)
+    existing[name] = item
+
+
+def _claim(result: Registry, existing: MutableMapping[str, Any], name: str, kind: str, plugin: str) -> None:
+    """Record ``plugin`` as the one registering ``name``; refuse a name already registered."""
     if name in existing:
         raise PluginError(
             f"plugin {plugin!r} registers {kind} {name!r}, which is already registered: "
             + _both(result, (kind, name), plugin)
         )
-    existing[name] = item
     result.owners[kind, name] = plugin
 
 
 def _both(result: Registry, key: tuple[str, str], second: str) -> str:
     """Who registered ``key`` first, and who again."""
     first = result.owners.get(key)
-    earlier = _describe(result.plugins[first]) if first is not None else "an earlier registration"
-    return f"first by {earlier}, again by {_describe(result.plugins[second])}"
+    earlier = _describe(result._plugins[first]) if first is not None else "an earlier registration"
+    return f"first by {earlier}, again by {_describe(result._plugins[second])}"

@@ -9,9 +9,9 @@ size is checked against the file before anything is sliced.
 from __future__ import annotations
 
 import struct
+from functools import cache
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 from spawnml import Limits, ModelLoadError
 
@@ -25,18 +25,25 @@ MODEL_PATH = "@model_path/"
 _HEADER = struct.Struct("<II")
 _METADATA = struct.Struct("<IIQQ")
 _RECORD_BYTES = 64
-#: Blob data type codes -> dtypes (sub-byte and 8-bit float types are not read).
-DTYPES: dict[int, np.dtype] = {
-    1: np.dtype(np.float16),
-    2: np.dtype(np.float32),
-    3: np.dtype(np.uint8),
-    4: np.dtype(np.int8),
-    5: np.dtype(ml_dtypes.bfloat16),
-    6: np.dtype(np.int16),
-    7: np.dtype(np.uint16),
-    14: np.dtype(np.int32),
-    15: np.dtype(np.uint32),
-}
+
+
+@cache
+def blob_dtypes() -> dict[int, np.dtype]:
+    """Blob data type codes -> dtypes (sub-byte and 8-bit float types are not read);
+    made on first use, since importing ml_dtypes takes most of a second."""
+    import ml_dtypes
+
+    return {
+        1: np.dtype(np.float16),
+        2: np.dtype(np.float32),
+        3: np.dtype(np.uint8),
+        4: np.dtype(np.int8),
+        5: np.dtype(ml_dtypes.bfloat16),
+        6: np.dtype(np.int16),
+        7: np.dtype(np.uint16),
+        14: np.dtype(np.int32),
+        15: np.dtype(np.uint32),
+    }
 
 
 class BlobFiles:
@@ -55,7 +62,7 @@ class BlobFiles:
         sentinel, kind, size, start = _METADATA.unpack_from(data, offset)
         if sentinel != SENTINEL:
             raise ModelLoadError(f"{where}: no blob record there (sentinel {sentinel:#x})")
-        if DTYPES.get(kind) != dtype:
+        if blob_dtypes().get(kind) != dtype:
             raise ModelLoadError(f"{where} holds data type {kind}, but the program declares {dtype}")
         if start + size > len(data):
             raise ModelLoadError(f"{where}: its data spans bytes {start:,}..{start + size:,}, past the file")

@@ -6,9 +6,9 @@ narrower types) or in a blob file of the package (``blobFileValue``).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, TypeAlias
 
-import ml_dtypes
 import numpy as np
 from spawnml import Limits, ModelLoadError
 from spawnml.dtypes import STRING
@@ -18,23 +18,31 @@ from .blobs import BlobFiles
 #: A declared shape: its sizes, None where a size is unknown at load.
 Shape: TypeAlias = tuple[int | None, ...]
 
-#: MIL ``DataType`` -> dtype (the sub-byte and 8-bit float types are not read).
-DTYPES: dict[int, np.dtype] = {
-    1: np.dtype(np.bool_),
-    2: STRING,
-    10: np.dtype(np.float16),
-    11: np.dtype(np.float32),
-    12: np.dtype(np.float64),
-    13: np.dtype(ml_dtypes.bfloat16),
-    21: np.dtype(np.int8),
-    22: np.dtype(np.int16),
-    23: np.dtype(np.int32),
-    24: np.dtype(np.int64),
-    31: np.dtype(np.uint8),
-    32: np.dtype(np.uint16),
-    33: np.dtype(np.uint32),
-    34: np.dtype(np.uint64),
-}
+
+@cache
+def mil_dtypes() -> dict[int, np.dtype]:
+    """MIL ``DataType`` -> dtype (the sub-byte and 8-bit float types are not read);
+    made on first use, since importing ml_dtypes takes most of a second."""
+    import ml_dtypes
+
+    return {
+        1: np.dtype(np.bool_),
+        2: STRING,
+        10: np.dtype(np.float16),
+        11: np.dtype(np.float32),
+        12: np.dtype(np.float64),
+        13: np.dtype(ml_dtypes.bfloat16),
+        21: np.dtype(np.int8),
+        22: np.dtype(np.int16),
+        23: np.dtype(np.int32),
+        24: np.dtype(np.int64),
+        31: np.dtype(np.uint8),
+        32: np.dtype(np.uint16),
+        33: np.dtype(np.uint32),
+        34: np.dtype(np.uint64),
+    }
+
+
 #: The repeated fields of ``TensorValue`` that hold values of their own type.
 _REPEATED = ("floats", "ints", "bools", "longInts", "doubles")
 
@@ -45,10 +53,10 @@ def tensor_type(value_type: Any, limits: Limits, where: str) -> tuple[np.dtype, 
     if kind != "tensorType":
         raise ModelLoadError(f"{where} is of MIL type {kind}; SpawnML reads tensors")
     tensor = value_type.tensorType
-    if tensor.dataType not in DTYPES:
+    if tensor.dataType not in mil_dtypes():
         raise ModelLoadError(f"{where} has MIL data type {tensor.dataType}, which SpawnML does not read")
     if tensor.rank < 0:
-        return DTYPES[tensor.dataType], None
+        return mil_dtypes()[tensor.dataType], None
     limits.check("rank", tensor.rank, limits.max_rank, where)
     if len(tensor.dimensions) != tensor.rank:
         raise ModelLoadError(f"{where} has rank {tensor.rank} but {len(tensor.dimensions)} dimensions")
@@ -56,7 +64,7 @@ def tensor_type(value_type: Any, limits: Limits, where: str) -> tuple[np.dtype, 
         dim.constant.size if dim.WhichOneof("dimension") == "constant" else None for dim in tensor.dimensions
     )
     limits.check_shape(tuple(dim or 0 for dim in shape), where)
-    return DTYPES[tensor.dataType], shape
+    return mil_dtypes()[tensor.dataType], shape
 
 
 def value_array(value: Any, blobs: BlobFiles, limits: Limits, where: str) -> np.ndarray:

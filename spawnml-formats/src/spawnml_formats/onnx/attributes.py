@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from onnx import AttributeProto, GraphProto
 from spawnml import Limits, ModelLoadError
 from spawnml.ir import Graph
 
+from .proto import AttributeProto, GraphProto
 from .tensors import TensorReader
 from .values import type_value
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from onnx import TensorProto
 from spawnml import ModelLoadError, UnsafeExternalDataError
 
+from .proto import TensorProto
 from .values import text
 
 

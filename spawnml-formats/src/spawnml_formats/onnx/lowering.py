@@ -22,11 +22,11 @@ from collections.abc import Container
 from pathlib import Path
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto
 from spawnml import Limits, ModelLoadError
 from spawnml.ir import DEFAULT_DOMAIN, Graph, Node
 
 from .attributes import attribute_value
+from .proto import GraphProto, ModelProto, NodeProto
 from .tensors import TensorReader
 from .values import text, texts, value_from_info
 

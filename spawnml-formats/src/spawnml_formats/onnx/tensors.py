@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from onnx import SparseTensorProto, TensorProto, numpy_helper
 from spawnml import Limits, ModelLoadError
 
 from .external_data import read_external_data
+from .proto import SparseTensorProto, TensorProto
 from .values import element_type
 
 _NIBBLE_TYPES = {TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1}
@@ -84,6 +84,8 @@ class TensorReader:
         try:
             if proto.data_type in _NUMPY_TYPES and proto.HasField("raw_data"):
                 return np.frombuffer(proto.raw_data, dtype).reshape(tuple(proto.dims))
+            from onnx import numpy_helper  # imports ml_dtypes: only for what numpy cannot read as it is
+
             return numpy_helper.to_array(proto)
         except (ValueError, TypeError, UnicodeDecodeError) as error:
             raise ModelLoadError(

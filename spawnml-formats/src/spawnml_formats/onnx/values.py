@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from onnx import TensorProto, TensorShapeProto, TypeProto, ValueInfoProto
 from spawnml import InvalidArgumentError, Limits, ModelLoadError, dtypes
 from spawnml.ir import OPTIONAL, SEQUENCE, Dim, Shape, Value
+
+from .proto import TensorProto, TensorShapeProto, TypeProto, ValueInfoProto
 
 
 def element_type(code: int, where: str) -> np.dtype | None:

@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from spawnml import Limits, ModelLoadError
 from tensorboard.compat.proto import types_pb2
 
-#: TensorFlow DataType -> numpy dtype, for the types SpawnML reads.
-DTYPES: dict[int, np.dtype] = {
-    types_pb2.DT_FLOAT: np.dtype(np.float32),
-    types_pb2.DT_DOUBLE: np.dtype(np.float64),
-    types_pb2.DT_HALF: np.dtype(np.float16),
-    types_pb2.DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-    types_pb2.DT_INT8: np.dtype(np.int8),
-    types_pb2.DT_INT16: np.dtype(np.int16),
-    types_pb2.DT_INT32: np.dtype(np.int32),
-    types_pb2.DT_INT64: np.dtype(np.int64),
-    types_pb2.DT_UINT8: np.dtype(np.uint8),
-    types_pb2.DT_UINT16: np.dtype(np.uint16),
-    types_pb2.DT_UINT32: np.dtype(np.uint32),
-    types_pb2.DT_UINT64: np.dtype(np.uint64),
-    types_pb2.DT_BOOL: np.dtype(np.bool_),
-}
+
+@cache
+def tensorflow_dtypes() -> dict[int, np.dtype]:
+    """TensorFlow DataType -> numpy dtype, for the types SpawnML reads;
+    made on first use, since importing ml_dtypes takes most of a second."""
+    import ml_dtypes
+
+    return {
+        types_pb2.DT_FLOAT: np.dtype(np.float32),
+        types_pb2.DT_DOUBLE: np.dtype(np.float64),
+        types_pb2.DT_HALF: np.dtype(np.float16),
+        types_pb2.DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+        types_pb2.DT_INT8: np.dtype(np.int8),
+        types_pb2.DT_INT16: np.dtype(np.int16),
+        types_pb2.DT_INT32: np.dtype(np.int32),
+        types_pb2.DT_INT64: np.dtype(np.int64),
+        types_pb2.DT_UINT8: np.dtype(np.uint8),
+        types_pb2.DT_UINT16: np.dtype(np.uint16),
+        types_pb2.DT_UINT32: np.dtype(np.uint32),
+        types_pb2.DT_UINT64: np.dtype(np.uint64),
+        types_pb2.DT_BOOL: np.dtype(np.bool_),
+    }
+
+
 #: The repeated field that holds a TensorProto's values when it has no ``tensor_content``.
 _VALUE_FIELDS = {
     types_pb2.DT_FLOAT: "float_val",
@@ -45,10 +53,10 @@ _VALUE_FIELDS = {
 
 def element_type(code: int, where: str) -> np.dtype:
     """The numpy dtype of a TensorFlow DataType, refusing the ones SpawnML does not read."""
-    if code not in DTYPES:
+    if code not in tensorflow_dtypes():
         name = types_pb2.DataType.Name(code) if code in types_pb2.DataType.values() else str(code)
         raise ModelLoadError(f"{where} has element type {name}, which SpawnML does not read")
-    return DTYPES[code]
+    return tensorflow_dtypes()[code]
 
 
 def dims(shape: Any) -> tuple[int, ...] | None:

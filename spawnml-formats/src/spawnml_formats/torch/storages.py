@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
-from spawnml import Limits, ModelLoadError
+from spawnml import Limits, ModelLoadError, dtypes
 
-#: ``torch.<Name>Storage`` class names -> the element type they hold.
-STORAGE_DTYPES: dict[str, np.dtype] = {
+#: ``torch.<Name>Storage`` class names -> the element type they hold; None for bfloat16, which is
+#: ml_dtypes', looked up only for a storage holding it (importing ml_dtypes takes most of a second).
+STORAGE_DTYPES: dict[str, np.dtype | None] = {
     "DoubleStorage": np.dtype("<f8"),
     "FloatStorage": np.dtype("<f4"),
     "HalfStorage": np.dtype("<f2"),
-    "BFloat16Storage": np.dtype(ml_dtypes.bfloat16),
+    "BFloat16Storage": None,
     "LongStorage": np.dtype("<i8"),
     "IntStorage": np.dtype("<i4"),
     "ShortStorage": np.dtype("<i2"),
@@ -40,7 +40,8 @@ class StorageType:
 
     @property
     def dtype(self) -> np.dtype:
-        return STORAGE_DTYPES[self.name]
+        found = STORAGE_DTYPES[self.name]
+        return dtypes.bfloat16 if found is None else found
 
 
 @dataclass(frozen=True, slots=True, eq=False)
