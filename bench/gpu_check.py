@@ -504,6 +504,7 @@ SECTIONS = [
                 "spawnml-cuda/tests",
                 "tests/test_cuda_graphs.py",
                 "tests/test_cuda_cublas.py",
+                "tests/test_cuda_runtime.py",
                 "spawnml-core/tests/test_kernel_render.py",
                 "tests/test_kernel_ops.py",
                 "tests/test_gpu_storage.py",

@@ -15,8 +15,6 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-from spawnml.errors import BackendUnavailableError
-
 #: cuBLAS's enums (cublas_api.h, library_types.h): no transpose, float32 data, float32 compute
 #: (full precision: no TF32), the default algorithm.
 OP_N, R_32F, COMPUTE_32F, GEMM_DEFAULT = 0, 0, 68, -1
@@ -73,15 +71,16 @@ def row_major_product(
 
 
 def load_cublas() -> ctypes.CDLL:
-    """The cuBLAS that cupy loaded into this process (importing cupy's binding loads it), with
-    the signatures of :data:`SIGNATURES` declared."""
-    from cupy_backends.cuda.libs import cublas  # noqa: F401  (loads libcublas)
+    """The cuBLAS that cupy loaded into this process, with the signatures of :data:`SIGNATURES`
+    declared."""
+    import cupy
 
+    cupy.cuda.device.get_cublas_handle()  # cupy's own handle: cuBLAS is loaded once it has one
     maps = Path("/proc/self/maps")
     paths = {line.split()[-1] for line in maps.read_text().splitlines()} if maps.exists() else set()
     found = sorted(p for p in paths if Path(p).name.startswith("libcublas.so"))
     if not found:
-        raise BackendUnavailableError("cuda: cupy's cuBLAS binding loaded no libcublas.so into this process")
+        raise OSError("cupy loaded no libcublas.so into this process")
     library = ctypes.CDLL(found[0])
     for name, arguments in SIGNATURES.items():
         function = getattr(library, name)
@@ -126,4 +125,4 @@ class Cublas:
     @staticmethod
     def _check(name: str, status: int) -> None:
         if status:
-            raise BackendUnavailableError(f"cuda: {name} failed with cuBLAS status {status}")
+            raise RuntimeError(f"{name} failed with cuBLAS status {status}")

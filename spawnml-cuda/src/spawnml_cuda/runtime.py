@@ -4,6 +4,7 @@ CUDA graphs captured on that stream (see :mod:`.graphs`)."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +38,16 @@ class CUDARuntime(CapturingRuntime):
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.side_stream = cupy.cuda.Stream(non_blocking=True)  # uploads while a graph is captured
         self.cublas_workspace = cupy.cuda.alloc(WORKSPACE_BYTES)
-        self.cublas = Cublas(load_cublas(), self.stream.ptr, self.cublas_workspace.ptr)
+        #: The direct cuBLAS calls, or None where cuBLAS could not be bound (``cupy.matmul`` then).
+        self.cublas: Cublas | None = None
+        try:
+            self.cublas = Cublas(load_cublas(), self.stream.ptr, self.cublas_workspace.ptr)
+        except (OSError, RuntimeError) as error:
+            warnings.warn(
+                f"cuda: cuBLAS is not called directly ({error}); products go through cupy.matmul",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def describe(self) -> str:
         name = self.properties["name"]
@@ -88,7 +98,13 @@ class CUDARuntime(CapturingRuntime):
     ) -> bool:
         if m * n * k < CUBLAS_MIN_WORK:
             return False
-        self.cublas.gemm(row_major_product(a.ptr, b.ptr, out.ptr, count, m, n, k, a_step, b_step))
+        if self.cublas is not None:
+            self.cublas.gemm(row_major_product(a.ptr, b.ptr, out.ptr, count, m, n, k, a_step, b_step))
+            return True
+        left = float32_view(a, (count if a_step else 1, m, k))
+        right = float32_view(b, (count if b_step else 1, k, n))
+        with self.stream:  # cupy.matmul calls cuBLAS (strided batched GEMM) on the current stream
+            cupy.matmul(left, right, out=float32_view(out, (count, m, n)))
         return True
 
     # Graphs: cupy captures in relaxed mode, where its pool may still call cudaMalloc (global mode
@@ -117,3 +133,8 @@ class CUDARuntime(CapturingRuntime):
         # On a stream of its own: the captured one may not wait, and records what it is given.
         handle.copy_from_host_async(data.ctypes.data, data.nbytes, self.side_stream)
         self.side_stream.synchronize()
+
+
+def float32_view(handle: Any, shape: tuple[int, ...]) -> cupy.ndarray:
+    """A cupy array over the first elements of a device buffer (no copy)."""
+    return cupy.ndarray(shape, cupy.float32, memptr=handle)
