@@ -9,6 +9,7 @@ import pytest
 import spawnml
 from spawnml.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
+from .devices import DEVICES, device_or_skip
 from .torch_parity import torch
 
 tdata = torch.utils.data
@@ -37,6 +38,34 @@ def test_batches_match_torch(batch_size, drop_last):
         for a, b in zip(mine, reference, strict=True):
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batches_stay_on_their_device(device):
+    """A loader over device tensors gathers and stacks there: each batch is on the dataset's
+    device and equals torch's, by the gathering path and by collating samples."""
+    device = device_or_skip(device)
+    dataset = TensorDataset(spawnml.tensor(X, device=device), spawnml.tensor(Y, device=device))
+    order = np.random.default_rng(1)
+    theirs = tdata.TensorDataset(torch.tensor(X), torch.tensor(Y))
+    for collate in (default_collate, _by_samples):
+        ours = DataLoader(dataset, batch_size=5, shuffle=True, generator=order, collate_fn=collate)
+        for batch in ours:
+            assert {t.device for t in batch} == {device}
+            reference = tdata.default_collate([theirs[i] for i in _rows_of(batch[0].numpy())])
+            for a, b in zip(batch, reference, strict=True):
+                assert a.dtype == b.numpy().dtype
+                np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def _by_samples(samples: list) -> list:
+    """The default collation, but not the loader's own function: it takes the samples one by one."""
+    return default_collate(samples)
+
+
+def _rows_of(values: np.ndarray) -> list[int]:
+    """Which rows of ``X`` a batch of its rows holds."""
+    return [int(np.flatnonzero((row == X).all(axis=1))[0]) for row in values]
 
 
 def test_shuffle_is_a_new_permutation_each_epoch_and_seeded():

@@ -1,5 +1,9 @@
 """Datasets and batching, as ``torch.utils.data``: ``Dataset``, ``TensorDataset``, ``DataLoader``.
 
+Batches stay on their tensors' device: samples are indexed and stacked there, and a loader over
+a ``TensorDataset`` with the default collation gathers each batch with one ``index_select`` per
+tensor (what stacking its samples gives) instead of one operation per sample.
+
 Shuffling draws each epoch's order from a numpy ``Generator``: the loader's own when given one,
 else the global one ``spawnml.manual_seed`` seeds (so a checkpoint of the RNG state resumes it).
 """
@@ -13,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..autograd.functions.creation import generator as global_generator
+from ..autograd.functions.indexing import index_select
+from ..autograd.functions.shape import stack
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, backend_named
 
@@ -34,13 +40,17 @@ class TensorDataset(Dataset):
         if not tensors or any(t.shape[:1] != tensors[0].shape[:1] for t in tensors):
             raise InvalidArgumentError("Size mismatch between tensors")
         self.tensors = tensors
-        self._arrays = [t.detach().numpy() for t in tensors]
 
     def __getitem__(self, index: int) -> tuple[Tensor, ...]:
-        return tuple(_on(t.device, a[index]) for t, a in zip(self.tensors, self._arrays, strict=True))
+        return tuple(t[index] for t in self.tensors)
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+    def rows(self, indices: np.ndarray) -> list[Tensor]:
+        """The rows ``indices`` of every tensor, each gathered on its device: the batch that
+        :func:`default_collate` makes of those samples."""
+        return [index_select(t, 0, _on(t.device, indices.astype(np.int64))) for t in self.tensors]
 
 
 def _on(device: str, array: np.ndarray) -> Tensor:
@@ -49,12 +59,12 @@ def _on(device: str, array: np.ndarray) -> Tensor:
 
 
 def default_collate(batch: Sequence[Any]) -> Any:
-    """Samples stacked into a batch: tensors and arrays along a new first dimension (on the first
-    sample's device), Python floats as float64 and ints as int64, strings as they are; tuples and lists
+    """Samples stacked into a batch: tensors on their device, arrays along a new first dimension
+    (on the cpu), Python floats as float64 and ints as int64, strings as they are; tuples and lists
     field by field into a list, dicts key by key (as torch's ``default_collate``)."""
     first = batch[0]
     if isinstance(first, Tensor):
-        return _on(first.device, np.stack([t.detach().numpy() for t in batch]))
+        return stack(list(batch))
     if isinstance(first, np.ndarray | np.generic):
         return _on("cpu", np.stack(batch))
     if isinstance(first, bool):
@@ -112,4 +122,7 @@ class DataLoader:
         order = self._order()
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             indices = order[start : start + self.batch_size]
-            yield self.collate_fn([self.dataset[int(i)] for i in indices])
+            if self.collate_fn is default_collate and isinstance(self.dataset, TensorDataset):
+                yield self.dataset.rows(indices)
+            else:
+                yield self.collate_fn([self.dataset[int(i)] for i in indices])
