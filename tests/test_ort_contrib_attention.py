@@ -222,6 +222,16 @@ def test_group_query_attention_rotary(step: str, interleaved: int, rotary_half: 
 
 
 @pytest.mark.parametrize("step", sorted(GQA_STEPS))
+def test_group_query_attention_position_ids(step: str):
+    """Rotary embedding at given positions (on a first prompt, onnxruntime counts from the first)."""
+    seqlens_k, length, _, _ = GQA_STEPS[step]
+    cos, sin = rotary_caches(16)
+    positions = np.random.default_rng(9).integers(0, CACHE_LENGTH - length, (len(seqlens_k), length))
+    extra = {"cos_cache": cos, "sin_cache": sin, "position_ids": positions}
+    compare_gqa(step, 4, 2, extra=extra, do_rotary=1)
+
+
+@pytest.mark.parametrize("step", sorted(GQA_STEPS))
 @pytest.mark.parametrize(
     "attrs",
     [

@@ -142,7 +142,6 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
             given(node, GQA_Q_NORM) or given(node, GQA_K_NORM)
         ),
         "query_seqlens (right-padded query chunks)": given(node, GQA_QUERY_SEQLENS),
-        "position_ids": given(node, GQA_POSITION_IDS),
         f"qk_output={attrs.get('qk_output', 0)}": bool(attrs.get("qk_output", 0)),
     }
     refused = [name for name, present in unsupported.items() if present]
@@ -232,6 +231,17 @@ def _softmax_with_sink(scores: Array, allowed: Array, sink: Array | None) -> Arr
     return exponentials / total
 
 
+def _rotary_positions(position_ids: Array | None, starts: Array, length: int, first_prompt: bool) -> Array:
+    """``[B, S]`` positions of the new tokens: each row's after its cached ones, or as
+    ``position_ids`` gives them; on a first prompt onnxruntime counts every row's from the first
+    position id."""
+    if position_ids is None:
+        return starts[:, None] + np.arange(length)
+    if first_prompt:
+        return np.broadcast_to(position_ids.reshape(-1)[0] + np.arange(length), (starts.size, length))
+    return position_ids.astype(np.int64).reshape(starts.size, length)
+
+
 @KERNELS.register("GroupQueryAttention", domain=MS, check=_check_group_query_attention)
 def _group_query_attention(
     ctx: KernelContext,
@@ -244,7 +254,7 @@ def _group_query_attention(
     total_sequence_length: Array,
     cos_cache: Array | None = None,
     sin_cache: Array | None = None,
-    position_ids: Array | None = None,  # refused by the check
+    position_ids: Array | None = None,
     attention_bias: Array | None = None,
     head_sink: Array | None = None,
 ) -> tuple[Array, Array, Array, None]:
@@ -252,7 +262,8 @@ def _group_query_attention(
     shared by a contiguous group of query heads. The cache ``past_key``/``past_value [B, N_kv, P,
     H]`` is right-padded: row b holds ``seqlens_k[b] + 1`` keys after this step, the new ones
     written after its cached ones into ``present_key``/``present_value [B, N_kv, max(P, total),
-    H]``. Rotary embedding turns the new queries and keys at their positions in the sequence."""
+    H]``. Rotary embedding turns the new queries and keys at their positions in the sequence, or
+    at ``position_ids``."""
     attrs = ctx.attrs
     heads, kv_heads = attrs["num_heads"], attrs["kv_num_heads"]
     q, k, v = _split_projections(query, key, value, heads, kv_heads)
@@ -263,7 +274,12 @@ def _group_query_attention(
     starts = _cache_starts(totals, length, total, cached)
     if attrs["do_rotary"]:
         assert cos_cache is not None and sin_cache is not None  # the check asks for both
-        positions = starts[:, None] + np.arange(length)
+        positions = _rotary_positions(position_ids, starts, length, first_prompt=length == total)
+        if positions.min() < 0 or positions.max() >= cos_cache.shape[0]:
+            raise InvalidArgumentError(
+                f"GroupQueryAttention: positions {positions.min()}..{positions.max()} outside the "
+                f"{cos_cache.shape[0]} rows of cos_cache"
+            )
         interleaved = bool(attrs["rotary_interleaved"])
         q, k = (
             rotate(part, positions, cos_cache, sin_cache, 2 * cos_cache.shape[1], interleaved)
