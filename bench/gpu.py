@@ -1,6 +1,6 @@
 """A GPU backend vs the SpawnML CPU backend vs onnxruntime (and PyTorch) on MiniLM and PP-OCRv4 det.
 
-All runtimes run in this process, one timed run each per round after a warm-up, and the median
+All runtimes run in this process, one timed run each per round after two warm-up runs, and the median
 is reported with ratios against the reference: PyTorch on the same GPU where torch sees one
 (``--backend cuda``), else onnxruntime (with its CUDA provider where onnxruntime-gpu has it). For
 the GPU backend the table adds kernel launches and bytes copied to and from the device per
@@ -278,7 +278,10 @@ def main() -> None:
     print(f"\n{args.backend} adapter: {adapter}")
     if any(word in adapter.lower() for word in ("cpu", "llvmpipe", "lavapipe", "pocl", "software")):
         print(f"note: {adapter} is a software device; the {args.backend} column measures this CPU")
-    print(f"latency: median of {args.runs} interleaved runs after one warm-up, outputs read back to the host")
+    print(
+        f"latency: median of {args.runs} interleaved runs after two warm-up runs (a graph captured in the"
+        " second), outputs read back to the host"
+    )
     print()
     print(
         f"| model | {args.backend} ms | SpawnML CPU ms | onnxruntime ms | torch ms | {args.backend}/reference"
