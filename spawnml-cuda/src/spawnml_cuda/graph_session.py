@@ -15,10 +15,11 @@ from .graphs import GraphReport, GraphRunner
 
 
 class GraphSession:
-    """``session``'s runs, each signature (feed shapes and element types, outputs asked for)
-    captured once as a graph on the session's first provider and replayed after (see
-    :mod:`.graphs`). A run that cannot be captured (a shape read from the data, a node on the
-    host) runs eagerly, as ``session`` runs it, and :attr:`report` says why.
+    """``session``'s runs, each signature (feed shapes and element types, outputs asked for) run
+    eagerly ``warmup`` times, then captured once as a graph on the session's first provider and
+    replayed after (see :mod:`.graphs`). A run that cannot be captured (host data written into a
+    buffer the graph uses, a value read on the host that differs from the capture's, an error of
+    the library) runs eagerly, as ``session`` runs it, and :attr:`report` says why.
 
     Feeds are copied into the capture's own input buffers and outputs out of its output
     buffers on each run, so results stay valid across runs, as the session's do.
