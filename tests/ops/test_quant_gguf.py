@@ -1,4 +1,5 @@
-"""``spawnml.gguf::QuantizedMatMul`` and its block dequantizers against the ``gguf`` library.
+"""``spawnml.gguf::QuantizedMatMul``, ``QuantizedGather`` and the block dequantizers against the
+``gguf`` library.
 
 Dequantization must equal ``gguf.quants.dequantize`` exactly (both do the same float32 operations
 per element). The matmul is checked against ``gguf.quants.dequantize`` followed by a float32
@@ -7,6 +8,7 @@ matmul, within the worst-case float32 rounding of a dot product summed in any or
 takes each block's scale out of its sum). It runs with
 one and six rows of activations (every block type but BF16 runs on its weight repacked once,
 see test_quant_gguf_packed.py) and with 32 (every type dequantizes for a BLAS product).
+QuantizedGather's rows must equal gguf's dequantized table indexed the same way, exactly.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def test_quantized_matmul_matches_dequantized_matmul(quant_type: str, leading: t
     weights = blocks_of(quant_type, rows, cols)
     x = rng.standard_normal((*leading, cols)).astype(np.float32)
     session = spawnml.InferenceSession(matmul_graph(quant_type, rows, cols, weights), providers=["cpu"])
-    (y,) = session.run(None, {"x": x})
+    y = np.asarray(session.run(None, {"x": x})[0])
     dequantized = reference_dequantize(weights, GGMLQuantizationType[quant_type])
     assert y.dtype == np.float32 and y.shape == (*leading, rows)
     bound = cols * np.finfo(np.float32).eps * (np.abs(x) @ np.abs(dequantized).T)
@@ -101,3 +103,43 @@ def test_unsupported_types_are_refused_at_load(attrs: dict, reason: str) -> None
     graph = matmul_graph(attrs["quant_type"], attrs["rows"], attrs["cols"], np.zeros((40, 8), np.uint8))
     with pytest.raises(spawnml.UnsupportedOperatorError, match=reason):
         spawnml.InferenceSession(graph, providers=["cpu"])
+
+
+def gather_graph(quant_type: str, rows: int, cols: int, weights: np.ndarray) -> Graph:
+    node = Node(
+        "QuantizedGather",
+        ["w", "ids"],
+        ["y"],
+        {"quant_type": quant_type, "rows": rows, "cols": cols},
+        domain="spawnml.gguf",
+    )
+    return Graph(
+        nodes=[node],
+        inputs=[Value("ids", np.dtype(np.int64), ("batch", "tokens"))],
+        outputs=[Value("y", np.dtype(np.float32), None)],
+        initializers={"w": weights},
+        opset_imports={"": 17, "spawnml.gguf": 1},
+    )
+
+
+@pytest.mark.parametrize("quant_type", list(BLOCK_TYPES))
+def test_quantized_gather_is_exactly_the_dequantized_rows(quant_type: str) -> None:
+    rows, cols = 40, 512
+    weights = blocks_of(quant_type, rows, cols)
+    ids = np.array([[3, 0, 39, 3], [7, 7, 1, 20]], np.int64)
+    session = spawnml.InferenceSession(gather_graph(quant_type, rows, cols, weights), providers=["cpu"])
+    y = np.asarray(session.run(None, {"ids": ids})[0])
+    table = reference_dequantize(weights, GGMLQuantizationType[quant_type])
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, table[ids])
+    inferred = spawnml.passes.infer_shapes(session.graph)["y"]
+    assert inferred.dtype == np.float32 and inferred.shape == ("batch", "tokens", cols)
+
+
+@pytest.mark.parametrize("index", [-1, 40])
+def test_quantized_gather_refuses_rows_outside_the_table(index: int) -> None:
+    session = spawnml.InferenceSession(
+        gather_graph("Q8_0", 40, 64, blocks_of("Q8_0", 40, 64)), providers=["cpu"]
+    )
+    with pytest.raises(spawnml.SpawnMLError, match=r"indices must lie in \[0, 40\)"):
+        session.run(None, {"ids": np.array([[0, index]], np.int64)})

@@ -2,7 +2,8 @@
 the compiled product loops over them.
 
 The repacking must keep every weight exactly: ``scale * (q - offset) + low`` rebuilt from the
-packed arrays equals ``gguf.quants.dequantize`` bit for bit (both are ggml's float32 operations).
+packed arrays equals ``gguf.quants.dequantize`` bit for bit (both are ggml's float32 operations),
+and so must the rows the prompts' products dequantize from it.
 The loops sum ``scale * sum((q - offset) * x) + low * sum(x)`` in float32 in another order than
 float64: they are checked against float64 within the worst-case float32 rounding of those sums
 (``cols * eps`` times the sum of the terms' magnitudes).
@@ -10,12 +11,22 @@ float64: they are checked against float64 within the worst-case float32 rounding
 
 from __future__ import annotations
 
+import mmap
+from pathlib import Path
+
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as reference_dequantize
-from spawnml_cpu.kernels.quant_gguf_pack import NIBBLE_TYPES, PACKED_TYPES, SPAN, PackedWeight, pack
-from spawnml_cpu.kernels.quant_gguf_product import product
+from spawnml_cpu.kernels.quant_gguf_pack import (
+    NIBBLE_TYPES,
+    PACKED_TYPES,
+    SPAN,
+    PackedWeight,
+    dequantized,
+    pack,
+)
+from spawnml_cpu.kernels.quant_gguf_product import product, release_file_pages
 
 from tests.ops.test_quant_gguf import blocks_of
 
@@ -53,6 +64,33 @@ def test_repacked_weights_are_exactly_gguf(quant_type: str) -> None:
     np.testing.assert_array_equal(rebuilt[:, w.cols :], 0)  # the padding sub-block
     want = reference_dequantize(weights, GGMLQuantizationType[quant_type])
     np.testing.assert_array_equal(rebuilt[:, : w.cols], want)
+
+
+@pytest.mark.parametrize("quant_type", PACKED_TYPES)
+def test_rows_dequantized_from_the_repacked_weight_are_exactly_gguf(quant_type: str) -> None:
+    rows, cols = 37, cols_for(quant_type)
+    weights = blocks_of(quant_type, rows, cols)
+    want = reference_dequantize(weights, GGMLQuantizationType[quant_type])
+    w = pack(weights, quant_type)
+    np.testing.assert_array_equal(dequantized(w, 0, rows), want)
+    np.testing.assert_array_equal(dequantized(w, 5, 20), want[5:20])
+
+
+def test_released_pages_of_a_file_map_read_back_and_other_memory_is_kept(tmp_path: Path) -> None:
+    """Releasing the raw blocks' pages changes no value: a read-only file map reads them back from
+    the file; a writable map (which the release would zero) is left alone."""
+    data = rng.integers(0, 256, 5 * mmap.PAGESIZE, dtype=np.uint8)
+    path = tmp_path / "blocks"
+    data.tofile(path)
+    mapped = np.memmap(path, mode="r")[100:]
+    release_file_pages(mapped)
+    np.testing.assert_array_equal(mapped, data[100:])
+    with mmap.mmap(-1, data.nbytes) as anonymous:
+        writable = np.frombuffer(anonymous, np.uint8)
+        writable[:] = data
+        release_file_pages(writable[100:])
+        np.testing.assert_array_equal(writable, data)
+        del writable
 
 
 @pytest.mark.parametrize("leading", [(1,), (3,), (2, 4)], ids=str)

@@ -1,6 +1,8 @@
 """``spawnml.gguf::QuantizedMatMul``: GGUF block-quantized weights, never expanded to float32 for
 products with a few activation rows (a decode step's), which run on the weight repacked once
-(:mod:`.quant_gguf_product`); dequantized a chunk of rows at a time for BLAS above that.
+(:mod:`.quant_gguf_product`); above that, rows of the same repacked weight are dequantized a chunk
+at a time for BLAS, so that a prompt reads the raw blocks no more than a decode step does.
+``spawnml.gguf::QuantizedGather``: the rows looked up, dequantized.
 
 Each dequantizer takes ``blocks``, a ``uint8`` array ``[n, block_bytes]`` of one GGML block type,
 and returns ``[n, block_size]`` float32, vectorised over blocks. They follow the block layouts of
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -181,7 +184,7 @@ def dequantize(data: Array, quant_type: str) -> Array:
     return values.reshape(*data.shape[:-1], data.shape[-1] // block.bytes * block.size)
 
 
-def _check_quantized_matmul(node: Node, opset: int) -> str | None:
+def _check_shape(node: Node, opset: int) -> str | None:
     quant_type = as_text(node.attrs.get("quant_type", ""))
     if quant_type not in BLOCK_TYPES:
         return f"quant_type={quant_type!r} is not one of {list(BLOCK_TYPES)}"
@@ -191,10 +194,8 @@ def _check_quantized_matmul(node: Node, opset: int) -> str | None:
     return None
 
 
-@KERNELS.register("QuantizedMatMul", domain=DOMAIN, check=_check_quantized_matmul)
-def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
-    """``A @ W^T``: on the repacked weight for a few activation rows, else dequantizing
-    ``ROW_CHUNK`` rows of ``W`` at a time for BLAS."""
+def _blocks(ctx: KernelContext, w: Array) -> tuple[Array, str]:
+    """``W`` as ``[rows, row_bytes]`` blocks and their type, refused unless the attributes describe it."""
     quant_type, rows, cols = as_text(ctx.attrs["quant_type"]), ctx.attrs["rows"], ctx.attrs["cols"]
     block = BLOCK_TYPES[quant_type]
     row_bytes = cols // block.size * block.bytes
@@ -202,15 +203,42 @@ def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
         raise ValueError(
             f"W is {w.dtype} {list(w.shape)}, not uint8 [{rows}, {row_bytes}] of {quant_type} blocks"
         )
-    weights = w.reshape(rows, row_bytes)
-    x = widen(a)
-    if quant_type != "BF16" and math.prod(x.shape[:-1]) <= PACKED_PRODUCT_ROWS:
-        from . import quant_gguf_product
+    return w.reshape(rows, row_bytes), quant_type
 
-        packed = quant_gguf_product.packed_weight(w, rows, quant_type)
+
+@KERNELS.register("QuantizedGather", domain=DOMAIN, check=_check_shape)
+def _quantized_gather(ctx: KernelContext, w: Array, indices: Array) -> Array:
+    """The rows ``indices`` of ``W``, dequantized: ``[*indices.shape, cols]`` float32."""
+    weights, quant_type = _blocks(ctx, w)
+    if indices.dtype.kind not in "iu":
+        raise ValueError(f"QuantizedGather indices must be integers, not {indices.dtype}")
+    if indices.size and (indices.min() < 0 or indices.max() >= len(weights)):
+        raise IndexError(
+            f"QuantizedGather indices must lie in [0, {len(weights)}), not {indices.min()}..{indices.max()}"
+        )
+    rows = dequantize(weights[indices.ravel()], quant_type)
+    return rows.reshape(*indices.shape, ctx.attrs["cols"])
+
+
+@KERNELS.register("QuantizedMatMul", domain=DOMAIN, check=_check_shape)
+def _quantized_matmul(ctx: KernelContext, a: Array, w: Array) -> Array:
+    """``A @ W^T``: on the repacked weight for a few activation rows, else dequantizing
+    ``ROW_CHUNK`` rows of it (of the raw blocks for BF16, which is not repacked) at a time for BLAS."""
+    weights, quant_type = _blocks(ctx, w)
+    rows = len(weights)
+    x = widen(a)
+    if quant_type == "BF16":
+        products = _chunked_product(x, lambda start, stop: dequantize(weights[start:stop], quant_type), rows)
+        return products.astype(a.dtype, copy=False)
+    from . import quant_gguf_pack, quant_gguf_product
+
+    packed = quant_gguf_product.packed_weight(w, rows, quant_type)
+    if math.prod(x.shape[:-1]) <= PACKED_PRODUCT_ROWS:
         return quant_gguf_product.product(x, packed).astype(a.dtype, copy=False)
-    parts = [
-        matmul(x, dequantize(weights[start : start + ROW_CHUNK], quant_type).T)
-        for start in range(0, rows, ROW_CHUNK)
-    ]
-    return np.concatenate(parts, axis=-1).astype(a.dtype, copy=False)
+    return _chunked_product(x, partial(quant_gguf_pack.dequantized, packed), rows).astype(a.dtype, copy=False)
+
+
+def _chunked_product(x: Array, rows_of: Callable[[int, int], Array], rows: int) -> Array:
+    """``x @ W^T`` with the float32 rows of ``W`` made ``ROW_CHUNK`` at a time by ``rows_of(start, stop)``."""
+    parts = [matmul(x, rows_of(start, min(start + ROW_CHUNK, rows)).T) for start in range(0, rows, ROW_CHUNK)]
+    return np.concatenate(parts, axis=-1)

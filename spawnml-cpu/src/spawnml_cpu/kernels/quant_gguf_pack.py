@@ -151,3 +151,24 @@ def _pack_rows(weights: Array, quant_type: str, block_bytes: int) -> tuple[Array
         high = np.bitwise_or.reduce(bits, axis=-1)
     pairs = (quants & np.uint8(0x0F)).reshape(n, -1, 2, SPAN)
     return pairs[:, :, 0] | (pairs[:, :, 1] << np.uint8(4)), high, scale, low
+
+
+def dequantized(w: PackedWeight, start: int, stop: int) -> Array:
+    """Rows ``start:stop`` of ``w`` as float32 ``[stop - start, cols]``: ``scale * (q - offset) + low``,
+    ggml's values bit for bit (the same float32 operations as its dequantizers)."""
+    rows, subs = stop - start, w.subs
+    if w.nibbles:
+        half = subs // 2 * SPAN
+        pairs = w.quants[start * half : stop * half].reshape(rows, subs // 2, 1, SPAN)
+        q = np.concatenate([pairs & np.uint8(0x0F), pairs >> np.uint8(4)], axis=2).reshape(rows, subs, SPAN)
+        if w.high.size:
+            high = w.high[start * subs : stop * subs].reshape(rows, subs, 1)
+            q |= ((high >> np.arange(SPAN, dtype=np.uint32)) & np.uint32(1)).astype(np.uint8) << np.uint8(4)
+    else:
+        q = w.quants[start * subs * w.size : stop * subs * w.size].reshape(rows, subs, w.size)
+    values = w.scale[start * subs : stop * subs].reshape(rows, subs, 1) * (
+        q.astype(np.float32) - np.float32(w.offset)
+    )
+    if w.low.size:
+        values += w.low[start * subs : stop * subs].reshape(rows, subs, 1)
+    return values.reshape(rows, -1)[:, : w.cols]

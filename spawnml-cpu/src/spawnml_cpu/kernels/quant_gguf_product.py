@@ -10,6 +10,7 @@ backend's threads take.
 
 from __future__ import annotations
 
+import mmap
 import threading
 import weakref
 from functools import partial
@@ -40,7 +41,25 @@ def packed_weight(w: Array, rows: int, quant_type: str) -> PackedWeight:
             return cached[2]
         packed = pack(w.reshape(rows, -1), quant_type)
         _packed[key] = (weakref.ref(w, partial(_forget, key)), quant_type, packed)
+        release_file_pages(w)
         return packed
+
+
+def release_file_pages(w: Array) -> None:
+    """Drop the pages of ``w`` from this process's resident memory where ``w`` lies in a read-only
+    file map (a GGUF file as the loader maps it): once repacked, the raw blocks are read only by
+    what reads the file itself (an embedding row, a GPU upload), and the kernel maps those pages
+    back from its page cache then. Other memory (a copy, anything writable) is left alone."""
+    root: object = w
+    while getattr(root, "base", None) is not None:
+        root = root.base  # type: ignore[attr-defined]
+    if not isinstance(root, mmap.mmap) or not memoryview(root).readonly or not w.flags.c_contiguous:
+        return
+    origin = np.frombuffer(root, np.uint8).ctypes.data
+    first = -(-(w.ctypes.data - origin) // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages of w only
+    last = (w.ctypes.data - origin + w.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        root.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def _forget(key: int, reference: weakref.ref[Array]) -> None:

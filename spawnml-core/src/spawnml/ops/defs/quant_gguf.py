@@ -1,13 +1,19 @@
-"""GGUF's block-quantized weights: ``spawnml.gguf::QuantizedMatMul``.
+"""GGUF's block-quantized weights: ``spawnml.gguf::QuantizedMatMul`` and ``QuantizedGather``.
 
-``Y = A @ dequantize(W)^T`` where ``A`` is ``[..., cols]`` and ``W`` holds a ``[rows, cols]``
-weight as raw GGUF blocks, a ``uint8`` array ``[rows, cols / block_size * block_bytes]`` of
-the ``quant_type`` named by its GGML spelling (``"Q4_0"``, ``"Q8_0"``, ``"Q4_K"``, ...). This is
-ggml's ``mul_mat`` with a GGUF weight loaded as the format loader leaves it: GGUF's dimension
-``ne[0]`` (the fastest, ``cols``) last. ``Y`` is ``[..., rows]`` in ``A``'s type.
+``QuantizedMatMul``: ``Y = A @ dequantize(W)^T`` where ``A`` is ``[..., cols]`` and ``W`` holds a
+``[rows, cols]`` weight as raw GGUF blocks, a ``uint8`` array ``[rows, cols / block_size *
+block_bytes]`` of the ``quant_type`` named by its GGML spelling (``"Q4_0"``, ``"Q8_0"``,
+``"Q4_K"``, ...). This is ggml's ``mul_mat`` with a GGUF weight loaded as the format loader
+leaves it: GGUF's dimension ``ne[0]`` (the fastest, ``cols``) last. ``Y`` is ``[..., rows]`` in ``A``'s type.
+
+``QuantizedGather``: ``Y = dequantize(W)[indices]``, float32 ``[*indices.shape, cols]``, for int64
+``indices`` in ``[0, rows)``: a token embedding table read as ``Gather`` reads it, only the rows
+looked up dequantized (the table stays blocks, and may be the output head's weight too).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..schema import REQUIRED, Attribute, InferenceContext, OpSchema, TensorType
 
@@ -20,17 +26,33 @@ def _infer_quantized_matmul(ctx: InferenceContext) -> list[TensorType]:
     return [TensorType(a.dtype, shape)]
 
 
+def _infer_quantized_gather(ctx: InferenceContext) -> list[TensorType]:
+    indices = ctx.input(1) or TensorType(None, None)
+    shape = None if indices.shape is None else (*indices.shape, ctx.attrs["cols"])
+    return [TensorType(np.dtype(np.float32), shape)]
+
+
+_SHAPE = (
+    Attribute("quant_type", "string", REQUIRED),
+    Attribute("rows", "int", REQUIRED),
+    Attribute("cols", "int", REQUIRED),
+)
+
 SCHEMAS: list[OpSchema] = [
     OpSchema(
         "QuantizedMatMul",
         domain=DOMAIN,
         inputs=(2, 2),
-        attributes=(
-            Attribute("quant_type", "string", REQUIRED),
-            Attribute("rows", "int", REQUIRED),
-            Attribute("cols", "int", REQUIRED),
-        ),
+        attributes=_SHAPE,
         infer=_infer_quantized_matmul,
+        doc=__doc__ or "",
+    ),
+    OpSchema(
+        "QuantizedGather",
+        domain=DOMAIN,
+        inputs=(2, 2),
+        attributes=_SHAPE,
+        infer=_infer_quantized_gather,
         doc=__doc__ or "",
     ),
 ]
