@@ -151,6 +151,11 @@ def valid_queries(seqlens_k: list[int], length: int, total: int) -> np.ndarray:
     return (np.arange(length) < rows[:, None])[:, :, None]
 
 
+def outputs_of(attrs: dict[str, Any]) -> list[str]:
+    """GroupQueryAttention's outputs: with the scores where ``qk_output`` asks for them."""
+    return [*GQA_OUTPUTS, "output_qk"] if attrs.get("qk_output") else GQA_OUTPUTS
+
+
 def compare_gqa(
     step: str,
     heads: int,
@@ -171,7 +176,7 @@ def compare_gqa(
     model = node_model(
         "GroupQueryAttention",
         given_inputs(GQA_INPUTS, feeds),
-        GQA_OUTPUTS,
+        outputs_of(attrs),
         feeds,
         element,
         num_heads=heads,
@@ -180,8 +185,11 @@ def compare_gqa(
     )
     want, got = onnxruntime_run(model, feeds), spawnml_run(model, feeds)
     valid = valid_queries(seqlens_k, length, total)
-    outputs = [np.where(valid, got[0], 0), *got[1:]], [np.where(valid, want[0], 0), *want[1:]]
-    for name, mine, theirs in zip(GQA_OUTPUTS, *outputs, strict=True):
+    for values in (got, want):
+        values[0] = np.where(valid, values[0], 0)
+        if attrs.get("qk_output"):  # the scores [B, N, S, total] of the valid queries
+            values[3] = np.where(valid[:, None], values[3], 0)
+    for name, mine, theirs in zip(outputs_of(attrs), got, want, strict=True):
         assert mine.dtype == theirs.dtype, name
         if dtype == np.float32:
             assert_close(mine, theirs, name)
@@ -240,6 +248,12 @@ def test_group_query_attention_position_ids(step: str):
         {"smooth_softmax": 1},
         {"scale": 0.3},
         {"local_window_size": 1, "softcap": 2.0, "smooth_softmax": 1},
+        {"causal": 0},
+        {"causal": 0, "softcap": 2.0},
+        {"qk_output": 1},
+        {"qk_output": 2},
+        {"qk_output": 1, "softcap": 1.5, "local_window_size": 2},
+        {"qk_output": 2, "smooth_softmax": 1, "local_window_size": 2},
     ],
     ids=str,
 )
@@ -265,10 +279,10 @@ def test_group_query_attention_bias(step: str, per_head: bool):
 
 #: Settings the CPU backend refuses, each with the words its refusal gives.
 GQA_REFUSED: dict[str, tuple[dict[str, Any], str]] = {
-    "bidirectional": ({"causal": 0}, "causal=0"),
+    "window-without-causal": ({"causal": 0, "local_window_size": 2}, "local_window_size needs causal=1"),
     "quantized-cache": ({"kv_cache_bit_width": 8, "k_quant_type": "PER_TENSOR"}, "quantized key/value cache"),
     "sliding-window-cache": ({"sliding_window_cache": 1, "local_window_size": 2}, "sliding_window_cache=1"),
-    "qk-output": ({"qk_output": 1}, "qk_output=1"),
+    "qk-output": ({"qk_output": 3}, "qk_output=3"),
 }
 
 

@@ -122,13 +122,17 @@ def _multi_head_attention(
 ) = (3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 
 
+#: GroupQueryAttention's ``qk_output`` values: none, the scores before the softmax, after it.
+QK_OUTPUTS = (0, 1, 2)
+QK_BEFORE_SOFTMAX = 1
+
+
 def _check_group_query_attention(node: Node, opset: int) -> str | None:
     attrs = node.attrs
     heads, kv_heads = attrs.get("num_heads", 0), attrs.get("kv_num_heads", 0)
     if kv_heads < 1 or heads < 1 or heads % kv_heads:
         return f"num_heads={heads} is not a positive multiple of kv_num_heads={kv_heads}"
     unsupported = {
-        "causal=0 (bidirectional attention)": attrs.get("causal", 1) != 1,
         "sliding_window_cache=1 (a window-sized key/value cache)": bool(attrs.get("sliding_window_cache", 0)),
         "a quantized key/value cache (kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale; "
         "onnxruntime-genai's model builder writes it when asked for one)": (
@@ -142,11 +146,15 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
             given(node, GQA_Q_NORM) or given(node, GQA_K_NORM)
         ),
         "query_seqlens (right-padded query chunks)": given(node, GQA_QUERY_SEQLENS),
-        f"qk_output={attrs.get('qk_output', 0)}": bool(attrs.get("qk_output", 0)),
+        f"qk_output={attrs.get('qk_output', 0)}": attrs.get("qk_output", 0) not in QK_OUTPUTS,
     }
     refused = [name for name, present in unsupported.items() if present]
     if refused:
         return f"{', '.join(refused)} not supported"
+    if attrs.get("causal", 1) not in (0, 1):
+        return f"causal={attrs['causal']} is not 0 or 1"
+    if not attrs.get("causal", 1) and attrs.get("local_window_size", -1) != -1:
+        return "local_window_size needs causal=1"
     if given(node, 1) != given(node, 2):
         return "key and value must be given together, or neither (packed QKV)"
     if given(node, GQA_PAST_KEY) != given(node, GQA_PAST_VALUE):
@@ -206,12 +214,14 @@ def _extended_cache(past: Array | None, new: Array, starts: Array, length: int) 
     return present
 
 
-def _allowed_keys(starts: Array, totals: Array, queries: int, keys: int, window: int) -> Array:
-    """``[B, 1, S, T]``: the keys each query sees: those before it and itself, within the
-    sequence's total length and, when ``window > 0``, the last ``window`` of them."""
+def _allowed_keys(starts: Array, totals: Array, queries: int, keys: int, window: int, causal: bool) -> Array:
+    """``[B, 1, S, T]``: the keys each query sees: those within the sequence's total length and,
+    when ``causal``, before it or itself; when ``window > 0``, the last ``window`` of those."""
     position = starts[:, None, None, None] + np.arange(queries)[:, None]
     key = np.arange(keys)
-    allowed = (key <= position) & (key < totals[:, None, None, None])
+    allowed = np.broadcast_to(key < totals[:, None, None, None], (starts.size, 1, queries, keys))
+    if causal:
+        allowed = allowed & (key <= position)
     if window > 0:
         allowed &= key > position - window
     return allowed
@@ -257,7 +267,7 @@ def _group_query_attention(
     position_ids: Array | None = None,
     attention_bias: Array | None = None,
     head_sink: Array | None = None,
-) -> tuple[Array, Array, Array, None]:
+) -> tuple[Array, Array, Array, Array | None]:
     """Causal attention of ``num_heads`` query heads over ``kv_num_heads`` key/value heads, each
     shared by a contiguous group of query heads. The cache ``past_key``/``past_value [B, N_kv, P,
     H]`` is right-padded: row b holds ``seqlens_k[b] + 1`` keys after this step, the new ones
@@ -305,7 +315,13 @@ def _group_query_attention(
         sink = widen(head_sink).reshape(-1, 1, 1)
     elif attrs["smooth_softmax"] == 1:
         sink = np.zeros((1, 1, 1), scores.dtype)
-    allowed = _allowed_keys(starts, totals, length, present_length, attrs["local_window_size"])
+    window, causal = attrs["local_window_size"], bool(attrs["causal"])
+    allowed = _allowed_keys(starts, totals, length, present_length, window, causal)
     probs = _softmax_with_sink(scores, allowed, sink)
     output = merge_heads(matmul(probs, repeat_heads(present_value, heads))).astype(query.dtype)
-    return output, present_key.astype(query.dtype), present_value.astype(query.dtype), None
+    qk = None
+    if attrs["qk_output"] and len(ctx.node.outputs) > 3 and ctx.node.outputs[3]:
+        # the scores before the softmax, or the probabilities; zeros for keys not attended
+        shown = scores if attrs["qk_output"] == QK_BEFORE_SOFTMAX else probs
+        qk = np.where(allowed, shown, 0)[..., :total].astype(query.dtype)
+    return output, present_key.astype(query.dtype), present_value.astype(query.dtype), qk

@@ -110,11 +110,11 @@ def _infer_multi_head_attention(ctx: InferenceContext) -> list[TensorType]:
 
 
 def _infer_group_query_attention(ctx: InferenceContext) -> list[TensorType]:
-    """``[B, S, N * H]``, and the present key and value ``[B, N_kv, T, H]`` (T unknown: the
-    larger of the cache's and the total sequence length)."""
+    """``[B, S, N * H]``, the present key and value ``[B, N_kv, T, H]`` (T unknown: the larger
+    of the cache's and the total sequence length), and the scores ``[B, N, S, total]``."""
     query, heads, kv_heads = _input(ctx, 0), ctx.attrs["num_heads"], ctx.attrs["kv_num_heads"]
     if query.shape is None or len(query.shape) != 3 or not isinstance(query.shape[2], int):
-        return [TensorType(query.dtype, None)] * 3 + [TensorType(FLOAT32, None)]
+        return [TensorType(query.dtype, None)] * 4
     packed = ctx.input(1) is None
     head_size = query.shape[2] // (heads + 2 * kv_heads if packed else heads)
     present = TensorType(query.dtype, (query.shape[0], kv_heads, None, head_size))
@@ -122,7 +122,7 @@ def _infer_group_query_attention(ctx: InferenceContext) -> list[TensorType]:
         TensorType(query.dtype, (*query.shape[:2], heads * head_size)),
         present,
         present,
-        TensorType(FLOAT32, None),
+        TensorType(query.dtype, (query.shape[0], heads, query.shape[1], None)),
     ]
 
 
