@@ -46,6 +46,7 @@ from .gelu import fuse_gelu
 from .if_inlining import inline_constant_ifs
 from .layer_norm import fuse_layer_norm
 from .matmul_add import fuse_matmul_add
+from .quantized_matmul import fuse_quantized_matmul
 from .scale_folding import fold_scales
 from .shape_folding import fold_shapes
 from .shape_inference import InferenceMemo
@@ -97,6 +98,7 @@ EXTENDED_PASSES: tuple[Pass, ...] = (
     fuse_conv_activation,
     fold_scales,
     fuse_matmul_add,
+    fuse_quantized_matmul,
     merge_sibling_matmuls,
     fuse_gelu,
     fuse_layer_norm,

@@ -18,7 +18,7 @@ from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
 
 from .contrib import attend, embed_normalized, gathered, mask_index, position_ids, unpack_bits
-from .integer_product import integer_matmul
+from .integer_product import exact_product
 from .narrow import NARROW_FLOATS
 from .nn_common import widen
 from .quant import dequantized, dynamic_quantize
@@ -50,7 +50,7 @@ def _qattention(
     past: Array | None = None,
 ) -> tuple[Array, Array | None]:
     weight_zero = None if weight_zero_point is None else weight_zero_point.reshape(-1)
-    accumulated = integer_matmul(x, weights, input_zero_point, weight_zero)
+    accumulated = exact_product(x, weights, input_zero_point, weight_zero)
     projected = _scaled_product(accumulated, input_scale, weight_scale, bias)
     return attend(ctx, projected, FLOAT32, mask, past, None)
 
@@ -76,7 +76,7 @@ def _dynamic_quantize_matmul(
     quantized ``B``."""
     quantized, a_scale, a_zero_point = dynamic_quantize(a)
     zero = None if b_zero_point is None else b_zero_point.reshape(-1)
-    return _scaled_product(integer_matmul(quantized, b, a_zero_point, zero), a_scale, b_scale, bias)
+    return _scaled_product(exact_product(quantized, b, a_zero_point, zero), a_scale, b_scale, bias)
 
 
 @KERNELS.register("MatMulIntegerToFloat", domain=MS)
@@ -92,7 +92,7 @@ def _matmul_integer_to_float(
 ) -> Array:
     a_zero = None if a_zero_point is None else a_zero_point.reshape(())
     b_zero = None if b_zero_point is None else b_zero_point.reshape(-1)
-    return _scaled_product(integer_matmul(a, b, a_zero, b_zero), a_scale, b_scale, bias)
+    return _scaled_product(exact_product(a, b, a_zero, b_zero), a_scale, b_scale, bias)
 
 
 @KERNELS.register("QEmbedLayerNormalization", domain=MS)

@@ -1,11 +1,12 @@
 """Quantization: (de)quantize per tensor, axis or block (also as onnxruntime's com.microsoft
 QuantizeLinear and DequantizeLinear), and exact integer products.
 
-Integer products run as float64 BLAS matmuls: every product of two 8-bit values and
-every sum of fewer than 2**37 of them is exact in float64, so the int32 result is too.
+Integer products are exact (:mod:`.integer_product`), so the int32 results are too.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from spawnml.backend import KernelContext
@@ -14,8 +15,9 @@ from spawnml.ir import Node
 from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import normalize_axis
 
+from .constant_forms import constant_form
 from .conv import convolve
-from .integer_product import integer_matmul, shifted
+from .integer_product import EIGHT_BIT, FLOAT32_EXACT, exact_product, integer_matmul, shifted
 from .narrow import NARROW_FLOATS, to_narrow_float, to_narrow_integer
 from .nn_common import compute_dtype, per_channel
 from .table import KERNELS
@@ -140,10 +142,35 @@ def _integer_conv(
     x_zero_point: np.ndarray | None,
     w_zero_point: np.ndarray | None,
 ) -> np.ndarray:
-    """Exact convolution of zero-point-shifted ``x`` and ``w`` (per output channel) as float64."""
-    if w_zero_point is not None:
-        w_zero_point = along(w_zero_point, w.shape, 0)
-    return convolve(attrs, shifted(x, x_zero_point), shifted(w, w_zero_point))
+    """Exact convolution of zero-point-shifted ``x`` and ``w`` (per output channel): float32
+    convolutions over as many input channels at a time as keep every sum within 2**24 (as
+    :mod:`.integer_product` multiplies), added in float64; float64 where a group is too deep."""
+    zeros = np.zeros((), np.int64) if w_zero_point is None else w_zero_point
+    eight_bit = x.dtype in EIGHT_BIT and w.dtype in EIGHT_BIT
+    if not eight_bit or (x_zero_point is not None and x_zero_point.size != 1):
+        return convolve(attrs, shifted(x, x_zero_point), shifted(w, along(zeros, w.shape, 0)))
+    x_zero = 0 if x_zero_point is None else int(x_zero_point.reshape(-1)[0])
+    info = np.iinfo(x.dtype)
+    x_bound = max(info.max - x_zero, x_zero - info.min)
+    weights, w_bound = constant_form(w, ("conv float32", zeros.tobytes()), lambda: _shifted_weights(w, zeros))
+    taps = math.prod(w.shape[2:])
+    channels = max(1, FLOAT32_EXACT // max(1, x_bound * w_bound)) // taps
+    values = x.astype(np.float32) - np.float32(x_zero)
+    if channels >= w.shape[1]:
+        return convolve(attrs, values, weights)
+    if channels == 0 or attrs.get("group", 1) != 1:
+        return convolve(attrs, values.astype(np.float64), weights.astype(np.float64))
+    total = np.zeros((), np.float64)
+    for start in range(0, w.shape[1], channels):
+        part = slice(start, start + channels)
+        total = total + convolve(attrs, values[:, part], weights[:, part])
+    return total
+
+
+def _shifted_weights(w: np.ndarray, zeros: np.ndarray) -> tuple[np.ndarray, int]:
+    """``w`` less its zero points (per output channel) in float32, and the largest magnitude in it."""
+    weights = w.astype(np.float32) - along(zeros, w.shape, 0).astype(np.float32)
+    return weights, int(np.abs(weights).max(initial=0))
 
 
 @KERNELS.register("ConvInteger", since=10)
@@ -178,7 +205,7 @@ def _qlinear_matmul(
     y_scale: np.ndarray,
     y_zero_point: np.ndarray,
 ) -> np.ndarray:
-    accumulated = integer_matmul(a, b, a_zero_point, b_zero_point)
+    accumulated = exact_product(a, b, a_zero_point, b_zero_point)
     scale = a_scale.astype(np.float32) * b_scale.astype(np.float32)
     return _requantize(accumulated, scale, y_scale, y_zero_point)
 

@@ -23,24 +23,28 @@ from spawnml.ops.defs.contrib import MS
 from spawnml.ops.shapes import as_text
 
 from .attention import sigmoid
-from .nn_common import matmul
+from .integer_product import shifted_product
 from .quant import dynamic_quantize
 from .table import KERNELS
 
 Array = np.ndarray
 FLOAT32 = np.dtype(np.float32)
+#: The largest magnitude of a uint8 value less a uint8 zero point.
+UINT8_SPAN = 255
 
 
 def quantized_product(
-    a: Array, weights: Array, scale: Array, zero_point: Array, axis: int | None = None
+    a: Array, weights: Array, scale: Array, zero_point: Array, axis: int | None, origin: tuple[Array, int]
 ) -> Array:
     """``a @ dequantize(weights)`` as onnxruntime computes it: ``a`` (2-D) quantized dynamically
     (each row on its own with ``axis=1``), the integer product exact, then times ``a_scale *
-    scale`` in float32. The weights' zero point is one value (onnxruntime reads the first)."""
+    scale`` in float32. The weights' zero point is one value (onnxruntime reads the first);
+    ``origin``: the weights of every direction and this one's index, that keep their forms."""
     quantized, a_scale, a_zero = dynamic_quantize(a, axis)
-    shifted_a = quantized.astype(np.float64) - a_zero.astype(np.float64)
-    shifted_w = weights.astype(np.float64) - np.float64(zero_point.reshape(-1)[0])
-    return matmul(shifted_a, shifted_w).astype(FLOAT32) * (a_scale * scale.astype(FLOAT32))
+    values = quantized.astype(FLOAT32) - a_zero.astype(FLOAT32)
+    zero = np.full(1, int(zero_point.reshape(-1)[0]), np.int32)
+    exact = shifted_product(values, UINT8_SPAN, weights, zero, origin)
+    return exact.astype(FLOAT32) * (a_scale * scale.astype(FLOAT32))
 
 
 #: The activations DynamicQuantizeLSTM runs: LSTM's defaults, the only ones PyTorch and Keras
@@ -64,7 +68,7 @@ def _clipped(values: Array, clip: float | None) -> Array:
 
 
 def _step(
-    recurrence: tuple[Array, Array, Array],
+    recurrence: tuple[Array, Array, Array, tuple[Array, int]],
     bias: Array,
     peepholes: Array | None,
     clip: float | None,
@@ -74,7 +78,8 @@ def _step(
     biases, through the gates (input, output, forget, cell)."""
 
     def step(projected: Array, h: Array, c: Array) -> tuple[Array, Array]:
-        gates = (projected + quantized_product(h, *recurrence, axis=1)) + bias
+        weights, scale, zero_point, origin = recurrence
+        gates = (projected + quantized_product(h, weights, scale, zero_point, 1, origin)) + bias
         gate_in, gate_out, gate_forget, gate_cell = np.split(gates, 4, axis=-1)
         if peepholes is not None:
             peep_in, peep_out, peep_forget = np.split(peepholes, 3)
@@ -134,10 +139,12 @@ def _dynamic_quantize_lstm(
     lengths = np.full(batch, steps) if sequence_lens is None else sequence_lens.astype(np.intp)
     results = []
     for index in range(w.shape[0]):
-        projected = quantized_product(x.reshape(-1, inputs), w[index], w_scale[index], w_zero_point[index])
+        projected = quantized_product(
+            x.reshape(-1, inputs), w[index], w_scale[index], w_zero_point[index], None, (w, index)
+        )
         bias = np.zeros(4 * hidden, FLOAT32) if b is None else b[index, : 4 * hidden] + b[index, 4 * hidden :]
         step = _step(
-            (r[index], r_scale[index], r_zero_point[index]),
+            (r[index], r_scale[index], r_zero_point[index], (r, index)),
             bias,
             None if p is None else p[index],
             attrs.get("clip"),
