@@ -277,6 +277,42 @@ def test_group_query_attention_bias(step: str, per_head: bool):
     compare_gqa(step, 4, 2, extra={"attention_bias": bias})
 
 
+#: Right-padded chunks: (seqlens_k, query_seqlens, chunk length, total_sequence_length, cache
+#: length): a whole and a partial chunk, a chunk and an idle row, single tokens.
+GQA_CHUNKS = {
+    "whole-and-partial": ([6, 4], [3, 1], 3, 8, 8),
+    "idle-row": ([5, 3], [2, 0], 3, 8, 8),
+    "single-tokens": ([4, 2], [1, 1], 1, 8, 8),
+}
+GQA_ALL_INPUTS = [*GQA_INPUTS, "k_scale", "v_scale", "q_norm_weight", "k_norm_weight", "query_seqlens"]
+
+
+@pytest.mark.parametrize("case", sorted(GQA_CHUNKS))
+@pytest.mark.parametrize("rotary", [False, True])
+def test_group_query_attention_query_seqlens(case: str, rotary: bool):
+    """Chunks of ``query_seqlens`` valid tokens each, then padding, after a cache: the outputs of
+    the valid tokens and the cache up to each row's total length (the rest onnxruntime leaves
+    unspecified)."""
+    seqlens_k, counts, length, total, cached = GQA_CHUNKS[case]
+    feeds = gqa_feeds(np.random.default_rng(10), seqlens_k, length, total, cached, 4, 2, False)
+    feeds["query_seqlens"] = np.array(counts, np.int32)
+    attrs = {}
+    if rotary:
+        feeds["cos_cache"], feeds["sin_cache"] = rotary_caches(16)
+        attrs["do_rotary"] = 1
+    inputs = given_inputs(GQA_ALL_INPUTS, feeds)
+    model = node_model(
+        "GroupQueryAttention", inputs, GQA_OUTPUTS, feeds, num_heads=4, kv_num_heads=2, **attrs
+    )
+    want, got = onnxruntime_run(model, feeds), spawnml_run(model, feeds)
+    valid_rows = (np.arange(length) < np.array(counts)[:, None])[:, :, None]
+    valid_keys = (np.arange(want[1].shape[2]) < np.array(seqlens_k)[:, None] + 1)[:, None, :, None]
+    for name, mine, theirs, valid in zip(
+        GQA_OUTPUTS, got, want, (valid_rows, valid_keys, valid_keys), strict=True
+    ):
+        assert_close(np.where(valid, mine, 0), np.where(valid, theirs, 0), name)
+
+
 #: Settings the CPU backend refuses, each with the words its refusal gives.
 GQA_REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "window-without-causal": ({"causal": 0, "local_window_size": 2}, "local_window_size needs causal=1"),

@@ -145,7 +145,6 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
         "q_norm_weight and k_norm_weight (per-head RMS normalization of Q and K)": (
             given(node, GQA_Q_NORM) or given(node, GQA_K_NORM)
         ),
-        "query_seqlens (right-padded query chunks)": given(node, GQA_QUERY_SEQLENS),
         f"qk_output={attrs.get('qk_output', 0)}": attrs.get("qk_output", 0) not in QK_OUTPUTS,
     }
     refused = [name for name, present in unsupported.items() if present]
@@ -155,6 +154,8 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
         return f"causal={attrs['causal']} is not 0 or 1"
     if not attrs.get("causal", 1) and attrs.get("local_window_size", -1) != -1:
         return "local_window_size needs causal=1"
+    if given(node, GQA_QUERY_SEQLENS) and not (attrs.get("causal", 1) and given(node, GQA_PAST_KEY)):
+        return "query_seqlens needs causal=1 and past_key and past_value"
     if given(node, 1) != given(node, 2):
         return "key and value must be given together, or neither (packed QKV)"
     if given(node, GQA_PAST_KEY) != given(node, GQA_PAST_VALUE):
@@ -202,15 +203,28 @@ def _cache_starts(totals: Array, length: int, total: int, cached: int) -> Array:
     return starts
 
 
-def _extended_cache(past: Array | None, new: Array, starts: Array, length: int) -> Array:
-    """The present cache ``[B, N_kv, T, H]``: each row's first ``starts`` cached entries, its new
-    ones after them, zeros beyond."""
+def _chunk_starts(totals: Array, query_seqlens: Array, length: int, cached: int) -> tuple[Array, Array]:
+    """Where each row's valid new tokens go, and how many there are, for right-padded chunks of
+    ``query_seqlens`` valid tokens each: right after the cached ones, ending at the total."""
+    counts = query_seqlens.astype(np.int64).reshape(-1)
+    starts = totals - counts
+    if (counts < 0).any() or (counts > length).any() or (starts < 0).any() or (starts > cached).any():
+        raise InvalidArgumentError(
+            f"GroupQueryAttention: query_seqlens {counts.tolist()} and seqlens_k {(totals - 1).tolist()} "
+            f"do not fit chunks of {length} after a cache of {cached}"
+        )
+    return starts, counts
+
+
+def _extended_cache(past: Array | None, new: Array, starts: Array, counts: Array, length: int) -> Array:
+    """The present cache ``[B, N_kv, T, H]``: each row's first ``starts`` cached entries, its
+    first ``counts`` new ones after them, zeros beyond."""
     batch, heads, _, size = new.shape
     present = np.zeros((batch, heads, length, size), new.dtype)
-    for row, start in enumerate(starts):
+    for row, (start, count) in enumerate(zip(starts, counts, strict=True)):
         if past is not None:
             present[row, :, :start] = past[row, :, :start]
-        present[row, :, start : start + new.shape[2]] = new[row]
+        present[row, :, start : start + count] = new[row, :, :count]
     return present
 
 
@@ -267,13 +281,19 @@ def _group_query_attention(
     position_ids: Array | None = None,
     attention_bias: Array | None = None,
     head_sink: Array | None = None,
+    k_scale: Array | None = None,  # this and the three after it refused by the check
+    v_scale: Array | None = None,
+    q_norm_weight: Array | None = None,
+    k_norm_weight: Array | None = None,
+    query_seqlens: Array | None = None,
 ) -> tuple[Array, Array, Array, Array | None]:
     """Causal attention of ``num_heads`` query heads over ``kv_num_heads`` key/value heads, each
     shared by a contiguous group of query heads. The cache ``past_key``/``past_value [B, N_kv, P,
     H]`` is right-padded: row b holds ``seqlens_k[b] + 1`` keys after this step, the new ones
     written after its cached ones into ``present_key``/``present_value [B, N_kv, max(P, total),
     H]``. Rotary embedding turns the new queries and keys at their positions in the sequence, or
-    at ``position_ids``."""
+    at ``position_ids``. With ``query_seqlens``, each row's chunk holds that many valid tokens
+    (the rest padding), which end at its total length."""
     attrs = ctx.attrs
     heads, kv_heads = attrs["num_heads"], attrs["kv_num_heads"]
     q, k, v = _split_projections(query, key, value, heads, kv_heads)
@@ -281,10 +301,15 @@ def _group_query_attention(
     total = int(total_sequence_length.reshape(-1)[0])
     cached = 0 if past_key is None else past_key.shape[2]
     totals = seqlens_k.astype(np.int64).reshape(-1) + 1
-    starts = _cache_starts(totals, length, total, cached)
+    if query_seqlens is None:
+        starts, counts = _cache_starts(totals, length, total, cached), np.full(totals.size, length)
+    else:
+        starts, counts = _chunk_starts(totals, query_seqlens, length, cached)
     if attrs["do_rotary"]:
         assert cos_cache is not None and sin_cache is not None  # the check asks for both
-        positions = _rotary_positions(position_ids, starts, length, first_prompt=length == total)
+        positions = _rotary_positions(
+            position_ids, starts, length, first_prompt=query_seqlens is None and length == total
+        )
         if positions.min() < 0 or positions.max() >= cos_cache.shape[0]:
             raise InvalidArgumentError(
                 f"GroupQueryAttention: positions {positions.min()}..{positions.max()} outside the "
@@ -298,7 +323,7 @@ def _group_query_attention(
     present_length = max(total, cached)
     present_key, present_value = (
         _extended_cache(
-            None if past is None else widen(past), new.transpose(0, 2, 1, 3), starts, present_length
+            None if past is None else widen(past), new.transpose(0, 2, 1, 3), starts, counts, present_length
         )
         for past, new in ((past_key, k), (past_value, v))
     )
