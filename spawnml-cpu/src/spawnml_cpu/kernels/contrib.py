@@ -137,9 +137,9 @@ def _check_stash(node: Node, opset: int) -> str | None:
 def _layer_norm_v1(
     ctx: KernelContext, x: Array, scale: Array, bias: Array | None = None
 ) -> tuple[Array, Array | None, Array]:
-    """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type (where
-    it is the input's, the operator is the standard one of opset 17)."""
-    if scale.dtype == x.dtype:
+    """onnxruntime's LayerNormalization before opset 17: the output takes the scale's type (in
+    float32 throughout, the operator is the standard one of opset 17)."""
+    if x.dtype == scale.dtype == FLOAT32:
         return layer_norm(ctx, x, scale, bias)
     attrs = ctx.attrs
     normalized, mean, inv_std = _normalize(

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from spawnml.backend import KernelContext
 from spawnml.dtypes import from_onnx
 from spawnml.ir import Node
+from spawnml.ops.schema import TensorType
 from spawnml.ops.shapes import normalize_axis
+from spawnml.plan_compiler import Direct, specialize
 
 from .nn_common import compute_dtype, per_channel, widen
 from .table import KERNELS
@@ -92,7 +95,7 @@ def _stash_type(ctx: KernelContext, x: np.ndarray) -> np.dtype:
 
 
 @KERNELS.register("LayerNormalization", since=17)
-def _layer_norm(
+def layer_norm(
     ctx: KernelContext, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     stash, work = _stash_type(ctx, x), compute_dtype(x.dtype)
@@ -108,6 +111,43 @@ def _layer_norm(
     return y.astype(x.dtype, copy=False), mean, inv_std
 
 
+def layer_norm_direct(
+    ctx: KernelContext, inputs: Sequence[TensorType | None], outputs: Sequence[TensorType | None]
+) -> Direct | None:
+    """For compiled plans, where only ``Y`` is read: the row loop called directly, where shape
+    inference knows that ``x``, scale and bias (if any) are float32 and the parameters' rows of
+    the static shape :func:`layer_norm` takes the loop for (a value's rank never changes)."""
+    known = [value for value in inputs if value is not None]
+    if any(value.dtype != FLOAT32 or value.shape is None for value in known):
+        return None
+    if _stash_type(ctx, _EMPTY) != FLOAT32:
+        return None
+    x_shape, *parameters = (typing.cast(tuple[int | str | None, ...], value.shape) for value in known)
+    row = x_shape[normalize_axis(ctx.attrs["axis"], len(x_shape)) :]
+    if not all(_static(shape) for shape in (row, *parameters)) or 0 in row:
+        return None
+    static_row, given = typing.cast(tuple[tuple[int, ...], list[tuple[int, ...]]], (row, parameters))
+    if not all(_row_shaped(np.empty(shape, FLOAT32), static_row) for shape in given):
+        return None
+    loop, width, epsilon = layer_norm_rows_loop(), math.prod(static_row), np.float32(ctx.attrs["epsilon"])
+
+    def normalized(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        beta = np.zeros(width, FLOAT32) if bias is None else bias.reshape(width)
+        return loop(x.reshape(-1, width), scale.reshape(width), beta, epsilon)[0].reshape(x.shape)
+
+    return Direct(normalized)
+
+
+specialize(layer_norm, layer_norm_direct)
+
+_EMPTY = np.empty(0, FLOAT32)
+
+
+def _static(shape: tuple[int | str | None, ...]) -> bool:
+    """Whether shape inference knows every dimension of ``shape``."""
+    return all(isinstance(size, int) for size in shape)
+
+
 def _row_shaped(parameter: np.ndarray, row: tuple[int, ...]) -> bool:
     """Whether a float32 scale or bias holds one value per element of ``row`` (leading 1s aside)."""
     trailing = parameter.shape[max(parameter.ndim - len(row), 0) :]
@@ -119,24 +159,38 @@ def _layer_norm_float32(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LayerNormalization of float32 arrays, scale and bias as large as a row, on the row loop."""
     width = math.prod(x.shape[axis:])
-    zeros = np.zeros(width, FLOAT32)
-    out = np.empty(x.shape, FLOAT32)
-    mean, inv_std = (np.empty((*x.shape[:axis], *(1,) * (x.ndim - axis)), FLOAT32) for _ in range(2))
-    rows = np.ascontiguousarray(x).reshape(-1, width)
-    normalize_rows_loop()(
-        rows,
-        None,
+    beta = np.zeros(width, FLOAT32) if bias is None else np.ascontiguousarray(bias).reshape(width)
+    out, mean, inv_std = layer_norm_rows_loop()(
+        np.ascontiguousarray(x).reshape(-1, width),
         np.ascontiguousarray(scale).reshape(width),
-        zeros if bias is None else np.ascontiguousarray(bias).reshape(width),
-        zeros,
+        beta,
         np.float32(epsilon),
-        True,
-        out.reshape(-1, width),
-        np.empty((1, width), FLOAT32),
-        mean.reshape(-1),
-        inv_std.reshape(-1),
     )
-    return out, mean, inv_std
+    statistics = (*x.shape[:axis], *(1,) * (x.ndim - axis))
+    return out.reshape(x.shape), mean.reshape(statistics), inv_std.reshape(statistics)
+
+
+@functools.cache
+def layer_norm_rows_loop() -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``loop(rows, gamma, beta, epsilon) -> (out, mean, inv_std)``: :func:`_normalize_rows` of
+    float32 rows with their outputs made in the compiled code, so that a small normalization costs
+    one call of four arguments (numba's dispatch costs about a microsecond per argument)."""
+    import numba
+
+    normalize = normalize_rows_loop()
+
+    @numba.njit(nogil=True, cache=True)
+    def loop(
+        rows: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon: np.float32
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        count, width = rows.shape
+        out = np.empty((count, width), np.float32)
+        mean, inv_std = np.empty(count, np.float32), np.empty(count, np.float32)
+        scratch, zeros = np.empty((1, width), np.float32), np.zeros(width, np.float32)
+        normalize(rows, None, gamma, beta, zeros, epsilon, True, out, scratch, mean, inv_std)
+        return out, mean, inv_std
+
+    return loop
 
 
 @functools.cache
