@@ -8,7 +8,7 @@ the backend's table. A backend that runs the forward and backward operators can 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -144,6 +144,19 @@ def constant(values: Any, like: Tensor, dtype: Any = None) -> Tensor:
     """A small host array (axes, shapes, scalars) placed on ``like``'s device."""
     array = np.asarray(values, dtype=dtype if dtype is not None else like.dtype)
     return Tensor(like.backend.from_numpy(array), like.backend)
+
+
+def sizes(values: Sequence[int] | int, like: Tensor) -> Tensor:
+    """A shape, axes or pads (int64, 1-D; one int: 0-D) on ``like``'s device, shared by every call
+    with the same values on that backend: operators only read these, and each new one would be
+    another upload (GPU backends) and another buffer."""
+    key = tuple(int(v) for v in values) if isinstance(values, Sequence) else int(values)
+    return _sizes(like.backend, key)
+
+
+@lru_cache(maxsize=1024)
+def _sizes(backend: Backend, values: tuple[int, ...] | int) -> Tensor:
+    return Tensor(backend.from_numpy(np.asarray(values, dtype=np.int64)), backend)
 
 
 def drawn(draw: Callable[[], np.ndarray], like: Tensor) -> Tensor:

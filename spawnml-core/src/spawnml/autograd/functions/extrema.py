@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import constant, run
+from ..dispatch import constant, run, sizes
 from ..function import BackwardNode, Function
 from .compare import logical_and, logical_or, where
 from .creation import zeros_like
@@ -54,7 +54,7 @@ class Extreme(Function):
     def forward(
         ctx: BackwardNode, x: Tensor, dims: list[int], keepdim: bool, op: str, nan_equal: bool
     ) -> Tensor:
-        out = run(op, [x, constant(dims, x, DEFAULT_INT)], keepdims=1)
+        out = run(op, [x, sizes(dims, x)], keepdims=1)
         ctx.save_for_backward(x, out)
         ctx.dims, ctx.nan_equal = dims, nan_equal
         return out if keepdim else reshape(out, [n for i, n in enumerate(x.shape) if i not in dims])
@@ -99,7 +99,7 @@ class ExtremeAlong(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, dim: int, keepdim: bool, op: str) -> tuple[Tensor, Tensor]:
         indices = run(f"Arg{op}", [x], axis=dim, keepdims=1)
-        values = run(f"Reduce{op}", [x, constant([dim], x, DEFAULT_INT)], keepdims=1)
+        values = run(f"Reduce{op}", [x, sizes([dim], x)], keepdims=1)
         ctx.save_for_backward(indices)
         ctx.dim, ctx.size = dim, x.shape[dim]
         if not keepdim:

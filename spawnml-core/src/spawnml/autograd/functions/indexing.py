@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import check, constant, run
+from ..dispatch import check, constant, run, sizes
 from ..function import BackwardNode, Function
 from .compare import where
 from .creation import full, zeros
@@ -237,7 +237,7 @@ class CumSum(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, dim: int, reverse: bool) -> Tensor:
         ctx.dim, ctx.reverse = dim, reverse
-        return run("CumSum", [x, constant(dim, x, DEFAULT_INT)], reverse=int(reverse))
+        return run("CumSum", [x, sizes(dim, x)], reverse=int(reverse))
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:

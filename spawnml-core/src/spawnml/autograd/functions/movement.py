@@ -9,10 +9,10 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor, backend_named
-from ..dispatch import constant, moved, run
+from ..dispatch import moved, run, sizes
 from ..function import BackwardNode, Function
 from .dims import normalize_dims
-from .promotion import DEFAULT_INT, cast
+from .promotion import cast
 
 
 def shape_arg(shape: tuple[Any, ...]) -> list[int]:
@@ -39,7 +39,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
         ctx.shape = x.shape
-        return run("Reshape", [x, constant(shape, x, DEFAULT_INT)], allowzero=1)  # a 0 is a size
+        return run("Reshape", [x, sizes(shape, x)], allowzero=1)  # a 0 is a size
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import constant, run
+from ..dispatch import run, sizes
 from ..function import BackwardNode, Function
 from .dims import Dims, kept_shape, normalize_dims
 from .movement import reshape, shape_arg
@@ -19,7 +19,7 @@ class Expand(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, shape: list[int]) -> Tensor:
         ctx.shape = x.shape
-        return run("Expand", [x, constant(shape, x, DEFAULT_INT)])
+        return run("Expand", [x, sizes(shape, x)])
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None]:
@@ -54,7 +54,7 @@ class Sum(Function):
             x = cast(x, DEFAULT_INT)
         if not dims:
             return x
-        return run("ReduceSum", [x, constant(dims, x, DEFAULT_INT)], keepdims=int(keepdim))
+        return run("ReduceSum", [x, sizes(dims, x)], keepdims=int(keepdim))
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:

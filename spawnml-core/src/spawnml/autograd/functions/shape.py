@@ -6,19 +6,19 @@ from collections.abc import Sequence
 
 from ...errors import InvalidArgumentError
 from ...tensor import Tensor
-from ..dispatch import constant, run
+from ..dispatch import run, sizes
 from ..function import BackwardNode, Function
 from .creation import zeros
 from .dims import normalize_dims
 from .movement import squeeze, unsqueeze
-from .promotion import DEFAULT_INT, as_tensor, result_type
+from .promotion import as_tensor, result_type
 
 
 class Narrow(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, dim: int, start: int, length: int) -> Tensor:
         ctx.dim, ctx.before, ctx.after = dim, start, x.shape[dim] - start - length
-        index = [constant([v], x, DEFAULT_INT) for v in (start, start + length, dim)]
+        index = [sizes([v], x) for v in (start, start + length, dim)]
         return run("Slice", [x, *index])
 
     @staticmethod
@@ -48,7 +48,7 @@ class ConstantPad(Function):
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, pads: list[int], value: float) -> Tensor:
         ctx.pads = pads
-        return run("Pad", [x, constant(pads, x, DEFAULT_INT), as_tensor(value, x, x.dtype)], mode="constant")
+        return run("Pad", [x, sizes(pads, x), as_tensor(value, x, x.dtype)], mode="constant")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: Tensor) -> tuple[Tensor, None, None]:
