@@ -6,7 +6,9 @@ Integer products are exact (:mod:`.integer_product`), so the int32 results are t
 
 from __future__ import annotations
 
+import functools
 import math
+from types import ModuleType
 
 import numpy as np
 from spawnml.backend import KernelContext
@@ -23,6 +25,7 @@ from .nn_common import compute_dtype, per_channel
 from .table import KERNELS
 
 _SMALL_INTEGERS = NARROW_INTEGER_NAMES
+FLOAT32 = np.dtype(np.float32)
 
 
 def is_integer(dtype: np.dtype) -> bool:
@@ -80,6 +83,8 @@ def _quantize(
 ) -> np.ndarray:
     dtype = _quantized_type(ctx, zero_point)
     axis, block = ctx.attrs.get("axis", 1), ctx.attrs.get("block_size", 0)
+    if _per_tensor_8_bit(x, scale, dtype, block):
+        return _quantize_8_bit(x, scale, zero_point, dtype)
     work = compute_dtype(scale.dtype)
     ratio = x.astype(work) / along(scale, x.shape, axis, block).astype(work)
     if is_integer(dtype):
@@ -97,11 +102,64 @@ def _dequantize(
     code = ctx.attrs.get("output_dtype", 0)
     dtype = from_onnx(code) if code else scale.dtype
     axis, block = ctx.attrs.get("axis", 1), ctx.attrs.get("block_size", 0)
+    if _per_tensor_8_bit(x, scale, x.dtype, block) and dtype == FLOAT32:
+        return _dequantized_table(x.dtype, scale, zero_point).take(x.view(np.uint8))
     work = compute_dtype(scale.dtype)
     if zero_point is not None:
         zero_point = along(zero_point, x.shape, axis, block)
     values = shifted(x, zero_point).astype(work)
     return (values * along(scale, x.shape, axis, block).astype(work)).astype(dtype)
+
+
+def _per_tensor_8_bit(x: np.ndarray, scale: np.ndarray, dtype: np.dtype, block: int) -> bool:
+    """Whether (de)quantizing runs on the 8-bit paths: float32 values, one float32 scale, an
+    8-bit integer type."""
+    return (
+        dtype in EIGHT_BIT
+        and scale.size == 1
+        and scale.dtype == FLOAT32
+        and not block
+        and x.dtype
+        in (
+            FLOAT32,
+            *EIGHT_BIT,
+        )
+    )
+
+
+def _quantize_8_bit(
+    x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, dtype: np.dtype
+) -> np.ndarray:
+    """QuantizeLinear's float32 operations in one compiled pass."""
+    info = np.iinfo(dtype)
+    zero = np.float32(0 if zero_point is None else zero_point.reshape(-1)[0])
+    out = np.empty(x.shape, dtype)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    _loops().quantize(
+        flat,
+        np.float32(scale.reshape(-1)[0]),
+        zero,
+        np.float32(info.min),
+        np.float32(info.max),
+        out.reshape(-1),
+    )
+    return out
+
+
+def _dequantized_table(dtype: np.dtype, scale: np.ndarray, zero_point: np.ndarray | None) -> np.ndarray:
+    """Every value of the 8-bit ``dtype`` dequantized (``(q - zero_point) * scale`` in float32),
+    indexed by its bits as uint8: a lookup gives each element what computing it would."""
+    values = np.arange(256, dtype=np.uint8).view(dtype).astype(FLOAT32)
+    zero = FLOAT32.type(0 if zero_point is None else zero_point.reshape(-1)[0])
+    return (values - zero) * FLOAT32.type(scale.reshape(-1)[0])
+
+
+@functools.cache
+def _loops() -> ModuleType:
+    """The compiled loop, imported on first use (numba takes a while to import)."""
+    from . import quant_loops
+
+    return quant_loops
 
 
 @KERNELS.register("DynamicQuantizeLinear", since=11)
