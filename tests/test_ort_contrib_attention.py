@@ -403,8 +403,8 @@ def test_multi_head_attention(mask: str, unidirectional: int, attention_bias: bo
 @pytest.mark.parametrize("mask", ["none", "lengths", "raw"])
 @pytest.mark.parametrize("attention_bias", [False, True])
 def test_multi_head_attention_cache(length: int, mask: str, attention_bias: bool):
-    """New tokens after a key/value cache, causal, as GPT-2-style decoders run: the output and
-    the present key and value (the cache and the new keys and values together)."""
+    """New tokens after a key/value cache, causal, as GPT-2-style decoders run: the output, the
+    present key and value (the cache and the new keys and values together) and the scores."""
     rng = np.random.default_rng(2)
     cached = 5
     feeds = mha_feeds(rng, 2, length, length, cached, bias=True)
@@ -413,7 +413,7 @@ def test_multi_head_attention_cache(length: int, mask: str, attention_bias: bool
         feeds["key_padding_mask"] = padding
     if attention_bias:
         feeds["attention_bias"] = random(rng, 2, 1, length, cached + length)
-    compare_mha(feeds, MHA_OUTPUTS, unidirectional=1)
+    compare_mha(feeds, [*MHA_OUTPUTS, "qk"], unidirectional=1)
 
 
 def test_multi_head_attention_cross_cache():

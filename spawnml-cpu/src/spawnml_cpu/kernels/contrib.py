@@ -407,9 +407,9 @@ def attend_heads(
     q, k, v = (split_heads(part, heads) for part in (query, key, value))
     if past is not None:
         k, v = np.concatenate([widen(past[0]), k], axis=2), np.concatenate([widen(past[1]), v], axis=2)
-    output = attend_split(ctx.attrs, q, k, v, mask_index, attention_bias).astype(dtype)
+    output, _ = attend_split(ctx.attrs, q, k, v, mask_index, attention_bias)
     wanted = len(ctx.node.outputs) > 1 and ctx.node.outputs[1]
-    return output, np.stack([k, v]).astype(dtype) if wanted else None
+    return output.astype(dtype), np.stack([k, v]).astype(dtype) if wanted else None
 
 
 def attend_split(
@@ -419,9 +419,10 @@ def attend_split(
     v: Array,
     mask_index: Array | None,
     attention_bias: Array | None,
-) -> Array:
+) -> tuple[Array, Array]:
     """Attention of heads ``q [B, N, S, H]`` over ``k`` and ``v [B, N, T, H]``, whose last ``S``
-    keys are the queries' own (the rest cached before them), merged to ``[B, S, N * H]``."""
+    keys are the queries' own (the rest cached before them), merged to ``[B, S, N * H]``; and the
+    scores before the softmax, ``[B, N, S, T]``."""
     past_length = k.shape[2] - q.shape[2]
     scale = attrs.get("scale") or 1 / math.sqrt(q.shape[-1])
     scores = matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
@@ -433,7 +434,7 @@ def attend_split(
     scores = scores + mask[:, None]
     if attention_bias is not None:
         scores = scores + widen(attention_bias)
-    return merge_heads(matmul(softmax(scores), v))
+    return merge_heads(matmul(softmax(scores), v)), scores
 
 
 # RotaryEmbedding -----------------------------------------------------------------------------

@@ -42,8 +42,6 @@ def _check_multi_head_attention(node: Node, opset: int) -> str | None:
         return "value is given without key"
     if given(node, MHA_BIAS) and not given(node, 2):
         return "bias with packed query/key/value or packed key/value is not supported"
-    if len(node.outputs) > 3 and node.outputs[3]:
-        return "the qk output is not supported"
     return None
 
 
@@ -75,11 +73,12 @@ def _multi_head_attention(
     attention_bias: Array | None = None,
     past_key: Array | None = None,
     past_value: Array | None = None,
-) -> tuple[Array, Array | None, Array | None, None]:
+) -> tuple[Array, Array | None, Array | None, Array | None]:
     """Attention of projected queries over projected keys and values, each first given the
     projections' ``bias [D + D + Dv]``; keys and values ``[B, N, L, H]`` are an encoder's cache,
     taken as they are. ``past_key`` and ``past_value [B, N, P, H]`` come before the new keys, and
-    ``present_key`` and ``present_value`` are the two together."""
+    ``present_key`` and ``present_value`` are the two together; ``qk`` is the scores before the
+    softmax, masks and biases added."""
     heads = ctx.attrs["num_heads"]
     parts = [widen(part) for part in _unpacked(query, key, value)]
     per_head = parts[1].ndim == 4
@@ -93,13 +92,13 @@ def _multi_head_attention(
     q, k, v = (part if part.ndim == 4 else split_heads(part, heads) for part in parts)
     if past_key is not None and past_value is not None:
         k, v = np.concatenate([widen(past_key), k], axis=2), np.concatenate([widen(past_value), v], axis=2)
-    output = attend_split(ctx.attrs, q, k, v, key_padding_mask, attention_bias).astype(query.dtype)
-    wanted = [len(ctx.node.outputs) > index and bool(ctx.node.outputs[index]) for index in (1, 2)]
+    output, scores = attend_split(ctx.attrs, q, k, v, key_padding_mask, attention_bias)
+    wanted = [len(ctx.node.outputs) > index and bool(ctx.node.outputs[index]) for index in (1, 2, 3)]
     return (
-        output,
+        output.astype(query.dtype),
         k.astype(query.dtype) if wanted[0] else None,
         v.astype(query.dtype) if wanted[1] else None,
-        None,
+        scores.astype(query.dtype) if wanted[2] else None,
     )
 
 
