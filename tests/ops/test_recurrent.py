@@ -4,7 +4,6 @@ evaluator for what onnxruntime does not run (batch-first layout, float64, float1
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime
 import pytest
 import spawnml
 from onnx.reference import ReferenceEvaluator
@@ -234,34 +233,3 @@ def test_refused_at_load(op, attrs):
     model, _ = recurrent_model(op, recurrent_inputs(op, count), **attrs)
     with pytest.raises(spawnml.UnsupportedOperatorError, match=op):
         spawnml.InferenceSession(model.SerializeToString(), providers=["cpu"])
-
-
-@pytest.mark.parametrize("op", ["GRU", "LSTM"])
-def test_bidirectional_on_two_threads(op):
-    """Directions large enough to step side by side on two threads give the bits of one thread,
-    and onnxruntime's results."""
-    from spawnml_cpu.kernels.recurrent import MIN_SPLIT_RECURRENT
-
-    hidden, steps = 32, 80
-    assert steps * GATES[op] * hidden * hidden >= MIN_SPLIT_RECURRENT  # the split is taken
-    rows = GATES[op] * hidden
-    feeds = {
-        "x": randn(steps, 1, INPUT),
-        "w": randn(2, rows, INPUT) * 0.5,
-        "r": randn(2, rows, hidden) * 0.5,
-        "b": randn(2, 2 * rows),
-    }
-    names = ["y", "y_h", "y_c"][: 3 if op == "LSTM" else 2]
-    model = make_model(op, feeds, names, 14, hidden_size=hidden, direction="bidirectional")
-    data = model.SerializeToString()
-    runs = [
-        spawnml.InferenceSession(
-            data, spawnml.SessionOptions(intra_op_num_threads=threads), providers=["cpu"]
-        ).run(None, feeds)
-        for threads in (1, 2)
-    ]
-    for one, two in zip(*runs, strict=True):
-        np.testing.assert_array_equal(one, two)
-    reference = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for got, want in zip(runs[0], reference, strict=True):
-        np.testing.assert_allclose(got, want, **FLOAT)

@@ -26,12 +26,8 @@ from spawnml.ops.shapes import as_text
 from .attention import sigmoid
 from .nn_common import compute_dtype, matmul
 from .table import KERNELS
-from .threads import run_parts, thread_count
 
 Array = np.ndarray
-#: The least recurrent work of one direction (multiply-adds) for which a bidirectional node runs
-#: its directions on two threads: below it, handing one to a pool thread costs about what it saves.
-MIN_SPLIT_RECURRENT = 200_000
 Activation = Callable[[Array], Array]
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
@@ -305,38 +301,21 @@ def _recurrent(
     full = steps > 0 and bool((lengths == steps).all())
     if not (full and _default_activations(ctx.node, defaults)):
         loop = None
-    clip = attrs.get("clip")
-
-    def prepared(index: int) -> tuple[Direction, Array, tuple[Array, ...], bool]:
-        """Direction ``index``'s weights, projected input, initial states and sense."""
+    ys, finals = [], []
+    for index in range(w.shape[0]):
+        direction = _direction(index, r, b, peepholes, activations, attrs.get("clip"), work)
         states = tuple(
             np.zeros((batch, r.shape[-1]), work) if s is None else s[index].astype(work, copy=False)
             for s in initial
         )
         reverse = index == 1 or as_text(attrs["direction"]) == "reverse"
-        direction = _direction(index, r, b, peepholes, activations, clip, work)
-        return direction, _projection(x, w, b, index, work), states, reverse
-
-    directions = [prepared(index) for index in range(w.shape[0])]
-    work_each = steps * batch * r.shape[1] * r.shape[2]  # recurrent multiply-adds of a direction
-    if loop is not None and len(directions) > 1 and work_each >= MIN_SPLIT_RECURRENT and thread_count() > 1:
-        # the compiled loops run without the GIL: the directions step side by side, each as alone
-        compiled = loop
-        slots: dict[int, tuple[Array, tuple[Array, ...]]] = {}
-
-        def part(index: int) -> None:
-            slots[index] = compiled(*directions[index])
-
-        run_parts([partial(part, index) for index in range(len(directions))])
-        results = [slots[index] for index in range(len(directions))]
-    elif loop is not None:
-        results = [loop(*args) for args in directions]
-    else:
-        results = [
-            _scan(partial(step, direction), projected, states, lengths, reverse)
-            for direction, projected, states, reverse in directions
-        ]
-    ys, finals = [y for y, _ in results], [final for _, final in results]
+        projected = _projection(x, w, b, index, work)
+        if loop is not None:
+            y, final = loop(direction, projected, states, reverse)
+        else:
+            y, final = _scan(partial(step, direction), projected, states, lengths, reverse)
+        ys.append(y)
+        finals.append(final)
     y = np.stack(ys, axis=1)
     stacked = [np.stack(state) for state in zip(*finals, strict=True)]
     if batchwise:
