@@ -141,9 +141,8 @@ def _check_group_query_attention(node: Node, opset: int) -> str | None:
             or given(node, GQA_K_SCALE)
             or given(node, GQA_V_SCALE)
         ),
-        "q_norm_weight and k_norm_weight (per-head RMS normalization of Q and K)": (
-            given(node, GQA_Q_NORM) or given(node, GQA_K_NORM)
-        ),
+        "q_norm_weight and k_norm_weight (per-head RMS normalization of Q and K; onnxruntime runs "
+        "them on CUDA and WebGPU only)": (given(node, GQA_Q_NORM) or given(node, GQA_K_NORM)),
         f"qk_output={attrs.get('qk_output', 0)}": attrs.get("qk_output", 0) not in QK_OUTPUTS,
     }
     refused = [name for name, present in unsupported.items() if present]
