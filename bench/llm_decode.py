@@ -4,7 +4,8 @@ All run the same file with the same prompt and greedy decoding, each after a war
 prompt; transformers dequantizes to float32 at load, SpawnML runs both its graphs (QuantizedMatMul
 on raw blocks, and weights dequantized at load), and llama.cpp (where llama-cpp-python is
 installed) its own kernels on the raw blocks, with torch's thread count. Each computes the logits
-of every prompt position.
+of every prompt position. Each SpawnML graph runs in a process of its own, which reports its peak
+resident memory (``ru_maxrss``: the interpreter and its libraries, the weights and the cache).
 
 ``--block-types`` measures instead SpawnML's decode steps (after the prompt, through the KV cache)
 with every quantized weight of the file, the tied output head included, requantized to each
@@ -18,29 +19,42 @@ from __future__ import annotations
 
 import argparse
 import copy
+import multiprocessing
+import resource
 import time
 
 import spawnml
-import torch
 from spawnml_models.assets import asset_file
 from spawnml_models.llm import TextGenerationPipeline
 from spawnml_models.llm.cache import KVCache
 from spawnml_models.llm.graph import build_llama_graph, float32_weight
-from transformers import AutoModelForCausalLM, DynamicCache
 
 
-def spawnml_rates(path: str, ids: list[int], tokens: int, dequantize: bool) -> tuple[float, float]:
-    """(prefill, decode) tokens/s of SpawnML on the CPU backend."""
+def spawnml_rates(path: str, ids: list[int], tokens: int, dequantize: bool) -> tuple[float, float, float]:
+    """(prefill, decode) tokens/s of SpawnML on the CPU backend, and the peak resident MiB of a
+    process that ran only this (call it in a fresh process)."""
     pipeline = TextGenerationPipeline(path, providers=["cpu"], dequantize=dequantize)
     for _ in pipeline.tokens(ids, 2):  # warm-up: compiles the numba loops, fills the caches
         pass
     for _ in pipeline.tokens(ids, tokens):
         pass
-    return pipeline.stats.prefill_rate, pipeline.stats.decode_rate
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return pipeline.stats.prefill_rate, pipeline.stats.decode_rate, peak
+
+
+def spawnml_rates_apart(
+    path: str, ids: list[int], tokens: int, dequantize: bool
+) -> tuple[float, float, float]:
+    """:func:`spawnml_rates` in a child process, so that its peak memory is its own."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(spawnml_rates, (path, ids, tokens, dequantize))
 
 
 def torch_rates(path: str, ids: list[int], tokens: int) -> tuple[float, float]:
     """(prefill, decode) tokens/s of transformers with its KV cache, greedy, same token count."""
+    import torch
+    from transformers import AutoModelForCausalLM, DynamicCache
+
     directory, name = path.rsplit("/", 1)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32).eval()
     with torch.no_grad():
@@ -64,6 +78,7 @@ def llama_cpp_rates(path: str, ids: list[int], tokens: int) -> tuple[float, floa
     except ImportError:
         return None
     import numpy as np
+    import torch
 
     llm = Llama(
         model_path=path,
@@ -141,10 +156,10 @@ def main() -> None:
     if args.block_types:
         block_type_rates(path, ids, args.tokens)
         return
-    rows = {
+    rows: dict[str, tuple[float, ...]] = {
         "transformers (float32)": torch_rates(path, ids, args.tokens),
-        "spawnml cpu, dequantized": spawnml_rates(path, ids, args.tokens, dequantize=True),
-        "spawnml cpu, QuantizedMatMul": spawnml_rates(path, ids, args.tokens, dequantize=False),
+        "spawnml cpu, dequantized": spawnml_rates_apart(path, ids, args.tokens, dequantize=True),
+        "spawnml cpu, QuantizedMatMul": spawnml_rates_apart(path, ids, args.tokens, dequantize=False),
     }
     llama_cpp = llama_cpp_rates(path, ids, args.tokens)
     if llama_cpp is None:
@@ -153,10 +168,11 @@ def main() -> None:
         rows["llama.cpp (Q4_1 blocks)"] = llama_cpp
     base_prefill, base_decode = rows["transformers (float32)"]
     print(f"{len(ids)} prompt tokens, {args.tokens} generated; tokens/s (ratio to transformers)")
-    for name, (prefill, decode) in rows.items():
+    for name, (prefill, decode, *peak) in rows.items():
+        memory = f"   peak {peak[0]:5.0f} MiB" if peak else ""
         print(
             f"{name:<30} prefill {prefill:8.1f} ({prefill / base_prefill:5.2f}x)"
-            f"   decode {decode:7.2f} ({decode / base_decode:5.2f}x)"
+            f"   decode {decode:7.2f} ({decode / base_decode:5.2f}x){memory}"
         )
 
 

@@ -6,11 +6,12 @@ logits of magnitude ~20. The greedy tokens are checked twice: with teacher forci
 every position of the prompt + transformers' 32 greedy tokens is transformers' next token) for
 three chat prompts, and by decoding through the KV cache, on float32 MatMul weights and on the
 raw blocks under QuantizedMatMul. On WebGPU the quantized model is run with providers
-["webgpu", "cpu"]: exactly the operators WebGPU alone refuses by name (QuantizedMatMul, while the
-GPU has no kernel for GGUF blocks) go to the CPU, the rest (attention, rotary embedding,
+["webgpu", "cpu"]: exactly the operators WebGPU alone refuses by name (the GGUF block operators
+where the GPU has no kernel for them) go to the CPU, the rest (attention, rotary embedding,
 normalization) to the GPU, with the same tolerance on the logits of the prompt and of 4 greedy
 steps through the cache. The dequantized float32 model runs whole on WebGPU too, but a decode
-step takes tens of seconds on a software Vulkan device.
+step takes tens of seconds on a software Vulkan device. Streamed text is checked against
+transformers' decoding of the same tokens.
 Needs ``scripts/fetch-models smollm2-gguf``.
 """
 
@@ -40,6 +41,7 @@ RAW_PROMPTS = {
     "french": "La tour Eiffel est située à Paris. Elle a été construite",
 }
 NEW_TOKENS = 32
+STREAM_TOKENS = 16
 GPU_TOKENS = 4
 LOGITS_ATOL = 2e-3
 TOKENIZER_STRINGS = [
@@ -168,6 +170,21 @@ def test_default_pipeline_decodes_raw_prompts_as_transformers(
     eos = pipeline.tokenizer.eos_id
     until_eos = want[: want.index(eos)] if eos in want else want
     assert list(pipeline.tokens(ids[0].tolist(), NEW_TOKENS)) == until_eos, kind
+
+
+def test_streamed_text_is_transformers_decoding_of_the_tokens(
+    default_pipeline: TextGenerationPipeline, reference: tuple[object, object]
+) -> None:
+    """The pieces :meth:`stream` yields (through the tokenizer's streaming decoder) join to
+    transformers' decoding of the generated tokens; a stop sequence ends the text before it."""
+    tokenizer, _ = reference
+    pipeline, text = default_pipeline, RAW_PROMPTS["french"]
+    tokens = list(pipeline.tokens(pipeline.tokenizer.encode(text), STREAM_TOKENS))
+    whole = tokenizer.decode(tokens)  # type: ignore[attr-defined]
+    pieces = list(pipeline.stream(text, STREAM_TOKENS, raw=True))
+    assert "".join(pieces) == whole and len(pieces) > 1
+    stop = whole[len(whole) // 2 : len(whole) // 2 + 3]
+    assert "".join(pipeline.stream(text, STREAM_TOKENS, stop=[stop], raw=True)) == whole[: whole.index(stop)]
 
 
 def test_webgpu_with_the_cpu_after_it_matches_transformers(smollm2: Path, expected: list) -> None:

@@ -10,19 +10,22 @@ rotary pairs are adjacent (ggml's "normal" RoPE); RotaryEmbedding with ``interle
 exactly those pairs, so the weights are used as stored. Qwen2's are stored unpermuted and rotated
 as halves (``interleaved=0``). A projection with a ``.bias`` tensor in the file gets it added.
 Quantized weights stay as raw blocks under ``spawnml.gguf::QuantizedMatMul`` unless asked
-otherwise; the token embedding table, which Gather indexes, is dequantized once here. The Q, K
+otherwise, the token embedding table too (``spawnml.gguf::QuantizedGather`` dequantizes the rows
+it looks up; the table is also the output head where the file ties them). The Q, K
 and V projections, and the gate and up ones, run as one product each where their weights share
 a block type, split after.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 from spawnml import InvalidArgumentError
-from spawnml.ir import Graph, Node, Value
+from spawnml.graph_builder import GraphBuilder
+from spawnml.ir import Graph, Value
 from spawnml.ops.defs.quant_gguf import DOMAIN as GGUF_DOMAIN
 from spawnml_formats.gguf.loader import quant_type
 
@@ -53,23 +56,28 @@ def rope_tables(config: LlamaConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(angles).astype(FLOAT32), np.sin(angles).astype(FLOAT32)
 
 
-@dataclass
-class _Builder:
-    """Appends nodes and initializers to ``graph``, taking weights from the GGUF ``weights``."""
+class _Builder(GraphBuilder):
+    """The decoder graph under construction, taking weights from the GGUF ``weights``. Nodes are
+    named after their first output, which keeps the name asked for (the graph inputs' names are
+    claimed first, so no node takes one)."""
 
-    weights: Graph
-    dequantize: bool
-    graph: Graph = field(default_factory=Graph)
+    def __init__(self, weights: Graph, dequantize: bool) -> None:
+        super().__init__(Graph())
+        self.weights, self.dequantize = weights, dequantize
 
     def node(self, op: str, inputs: list[str], output: str, domain: str = "", **attrs: object) -> str:
-        self.graph.nodes.append(Node(op, inputs, [output], attrs, name=output, domain=domain))
-        return output
+        return self.emit(op, inputs, attrs, output=self.claim(output), domain=domain)
+
+    def constant(self, name: str, value: Callable[[], np.ndarray]) -> str:
+        """The initializer ``name``, made by ``value()`` the first time it is asked for (a weight
+        that two nodes read, such as a tied embedding table and output head, is stored once)."""
+        if name in self.graph.initializers:
+            return name
+        return self.initializer(value(), name=self.claim(name))
 
     def weight(self, name: str) -> str:
         """A float weight, cast to float32, as an initializer of the same name."""
-        if name not in self.graph.initializers:
-            self.graph.initializers[name] = np.asarray(self.weights.initializers[name], FLOAT32)
-        return name
+        return self.constant(name, lambda: np.asarray(self.weights.initializers[name], FLOAT32))
 
     def linear(self, x: str, name: str, output: str) -> str:
         """``x @ W^T (+ b)`` for the GGUF weight ``name`` (``[rows, cols]``) and its bias if the file
@@ -96,36 +104,50 @@ class _Builder:
         if len(names) == 1:
             return outputs
         rows = [self.weights.initializers[name].shape[0] for name in names]
-        self.graph.initializers[merged + ".split"] = np.asarray(rows, INT64)
-        self.graph.nodes.append(
-            Node("Split", [product, merged + ".split"], outputs, {"axis": -1}, name=merged)
+        split = self.constant(merged + ".split", lambda: np.asarray(rows, INT64))
+        return self.add_node(
+            "Split", [product, split], [self.claim(output) for output in outputs], {"axis": -1}
         )
-        return outputs
 
     def _product(self, x: str, names: list[str], output: str) -> str:
         """``x @ W^T`` for the weights ``names`` stacked by rows (one block type, or all float)."""
         merged = "+".join(names)
         kind = quant_type(self.weights, names[0])
         if kind is None or self.dequantize:
-            stacked = np.concatenate([float32_weight(self.weights, name) for name in names])
-            self.graph.initializers[merged + ".T"] = np.ascontiguousarray(stacked.T)
-            return self.node("MatMul", [x, merged + ".T"], output)
-        data = [self.weights.initializers[name] for name in names]
-        self.graph.initializers[merged] = data[0] if len(data) == 1 else np.concatenate(data)
-        rows, cols = _quantized_shape(self.graph.initializers[merged], kind)
+            transposed = self.constant(
+                merged + ".T",
+                lambda: np.ascontiguousarray(
+                    np.concatenate([float32_weight(self.weights, n) for n in names]).T
+                ),
+            )
+            return self.node("MatMul", [x, transposed], output)
+        blocks = self.constant(merged, lambda: stacked_rows([self.weights.initializers[n] for n in names]))
+        rows, cols = _quantized_shape(self.graph.initializers[blocks], kind)
         return self.node(
-            "QuantizedMatMul", [x, merged], output, domain=GGUF_DOMAIN, quant_type=kind, rows=rows, cols=cols
+            "QuantizedMatMul", [x, blocks], output, domain=GGUF_DOMAIN, quant_type=kind, rows=rows, cols=cols
         )
 
     def _bias(self, biases: list[str], merged: str) -> str:
         """The float32 biases ``biases`` end to end, as one initializer."""
         if len(biases) == 1:
             return self.weight(biases[0])
-        name = merged + ".bias"
-        self.graph.initializers[name] = np.concatenate(
-            [np.asarray(self.weights.initializers[bias], FLOAT32) for bias in biases]
+        return self.constant(
+            merged + ".bias",
+            lambda: np.concatenate([np.asarray(self.weights.initializers[bias], FLOAT32) for bias in biases]),
         )
-        return name
+
+    def embedding(self, name: str, ids: str, output: str) -> str:
+        """The rows ``ids`` of the table ``name``: looked up in its blocks if it is quantized and
+        kept so, else in float32."""
+        kind = quant_type(self.weights, name)
+        if kind is None or self.dequantize:
+            table = self.constant(name + ".float", lambda: float32_weight(self.weights, name))
+            return self.node("Gather", [table, ids], output, axis=0)
+        table = self.constant(name, lambda: self.weights.initializers[name])
+        rows, cols = _quantized_shape(self.graph.initializers[table], kind)
+        return self.node(
+            "QuantizedGather", [table, ids], output, domain=GGUF_DOMAIN, quant_type=kind, rows=rows, cols=cols
+        )
 
     def rms_norm(self, x: str, name: str, epsilon: float, output: str) -> str:
         return self.node("RMSNormalization", [x, self.weight(name)], output, axis=-1, epsilon=epsilon)
@@ -142,50 +164,47 @@ def build_llama_graph(weights: Graph, dequantize: bool = False) -> Graph:
     graph = b.graph
     graph.name, graph.metadata = weights.name, dict(weights.metadata)
     graph.opset_imports = {"": OPSET, GGUF_DOMAIN: 1}
+    head = "output.weight" if "output.weight" in weights.initializers else "token_embd.weight"
+    vocab = weights.initializers[head].shape[0]
     graph.inputs = [
         Value("input_ids", INT64, ("batch", "sequence")),
         Value("position_ids", INT64, ("batch", "sequence")),
     ]
-    graph.initializers["token_embd"] = float32_weight(weights, "token_embd.weight")
-    graph.initializers["rope.cos"], graph.initializers["rope.sin"] = rope_tables(config)
-    x = b.node("Gather", ["token_embd", "input_ids"], "embedded", axis=0)
-    for layer in range(config.layers):
-        x = _decoder_layer(b, config, layer, x)
-    x = b.rms_norm(x, "output_norm.weight", config.rms_epsilon, "final_norm")
-    head = "output.weight" if "output.weight" in weights.initializers else "token_embd.weight"
-    b.linear(x, head, "logits")
-    vocab = weights.initializers[head].shape[0]
     graph.outputs = [Value("logits", FLOAT32, ("batch", "sequence", vocab))]
     for layer in range(config.layers):
+        graph.inputs += [Value(name, FLOAT32, _cache_shape(config, "past")) for name in past_names(layer)]
         graph.outputs += [
             Value(name, FLOAT32, _cache_shape(config, "total")) for name in present_names(layer)
         ]
+    for value in graph.inputs:
+        b.claim(value.name)
+    cos, sin = rope_tables(config)
+    rope = (b.constant("rope.cos", lambda: cos), b.constant("rope.sin", lambda: sin), "position_ids")
+    x = b.embedding("token_embd.weight", "input_ids", "embedded")
+    for layer in range(config.layers):
+        x = _decoder_layer(b, config, layer, x, rope)
+    x = b.rms_norm(x, "output_norm.weight", config.rms_epsilon, "final_norm")
+    b.linear(x, head, "logits")
     return graph
 
 
-def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str) -> str:
-    """One pre-norm block: x + attention(norm(x)), then + SwiGLU MLP(norm(.))."""
+def _decoder_layer(b: _Builder, config: LlamaConfig, layer: int, x: str, rope: tuple[str, ...]) -> str:
+    """One pre-norm block: x + attention(norm(x)), then + SwiGLU MLP(norm(.)); ``rope`` the
+    RotaryEmbedding inputs after the first (cos and sin tables, positions)."""
     p = f"blk.{layer}."
-    past_key, past_value = past_names(layer)
-    present_key, present_value = present_names(layer)
-    b.graph.inputs += [Value(name, FLOAT32, _cache_shape(config, "past")) for name in (past_key, past_value)]
     h = b.rms_norm(x, p + "attn_norm.weight", config.rms_epsilon, p + "attn_in")
     q, k, v = b.linears(h, [p + f"attn_{part}.weight" for part in "qkv"], [p + part for part in "qkv"])
-    rope = ["rope.cos", "rope.sin", "position_ids"]
     rotary: dict[str, Any] = {
         "interleaved": int(config.rope_interleaved),
         "rotary_embedding_dim": config.rotary_dim,
     }
     q = b.node("RotaryEmbedding", [q, *rope], p + "q_rot", num_heads=config.heads, **rotary)
     k = b.node("RotaryEmbedding", [k, *rope], p + "k_rot", num_heads=config.kv_heads, **rotary)
-    b.graph.nodes.append(
-        Node(
-            "Attention",
-            [q, k, v, "", past_key, past_value],
-            [p + "attn", present_key, present_value],
-            {"is_causal": 1, "q_num_heads": config.heads, "kv_num_heads": config.kv_heads},
-            name=p + "attn",
-        )
+    b.add_node(
+        "Attention",
+        [q, k, v, "", *past_names(layer)],
+        [b.claim(name) for name in (p + "attn", *present_names(layer))],
+        {"is_causal": 1, "q_num_heads": config.heads, "kv_num_heads": config.kv_heads},
     )
     attended = b.linear(p + "attn", p + "attn_output.weight", p + "attn_out")
     x = b.node("Add", [x, attended], p + "attn_res")
@@ -210,6 +229,29 @@ def float32_weight(weights: Graph, name: str) -> np.ndarray:
     from gguf.quants import dequantize as gguf_dequantize
 
     return gguf_dequantize(np.asarray(data), GGMLQuantizationType[kind]).astype(FLOAT32, copy=False)
+
+
+def stacked_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """``parts`` (C-ordered, the same row size) stacked by rows: a view where each lies right after
+    the one before in one buffer (the GGUF file's map, where ggml's converter writes the gate and up
+    projections one after the other), else a copy."""
+    first = parts[0]
+    rows = sum(len(part) for part in parts)
+    adjacent = all(
+        part.flags.c_contiguous and part.shape[1:] == first.shape[1:] and _root(part) is _root(first)
+        for part in parts
+    ) and all(a.ctypes.data + a.nbytes == b.ctypes.data for a, b in pairwise(parts))
+    if len(parts) == 1 or not adjacent:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return np.lib.stride_tricks.as_strided(first, (rows, *first.shape[1:]), first.strides, writeable=False)
+
+
+def _root(array: np.ndarray) -> object:
+    """The object that owns ``array``'s memory."""
+    root: object = array
+    while getattr(root, "base", None) is not None:
+        root = root.base  # type: ignore[attr-defined]
+    return root
 
 
 def _quantized_shape(data: np.ndarray, kind: str) -> tuple[int, int]:

@@ -125,15 +125,18 @@ class TextGenerationPipeline:
         stop: Sequence[str] = (),
         raw: bool = False,
     ) -> Iterator[str]:
-        """The generated text in pieces as tokens arrive, ending before any ``stop`` sequence."""
+        """The generated text in pieces as tokens arrive, ending before any ``stop`` sequence.
+
+        Tokens become text through the tokenizer's streaming decoder, which holds back a
+        character split across tokens until its last byte arrives."""
         ids = self.tokenizer.encode(self.prompt(prompt, raw))
-        generated: list[int] = []
-        sent = 0
+        pieces = self.tokenizer.decode_stream()
+        text, sent = "", 0
         for token in self.tokens(ids, max_tokens, sampler):
-            generated.append(token)
-            text = self.tokenizer.decode(generated)
-            if text.endswith("\ufffd"):  # a character split across tokens
+            piece = pieces.step(self.tokenizer.tokenizer, token)
+            if piece is None:
                 continue
+            text += piece
             cut = min((text.find(s) for s in stop if s in text), default=-1)
             if cut >= 0:
                 yield text[sent:cut]
@@ -142,7 +145,6 @@ class TextGenerationPipeline:
             if ready > sent:
                 yield text[sent:ready]
                 sent = ready
-        text = self.tokenizer.decode(generated)
         if len(text) > sent:
             yield text[sent:]
 

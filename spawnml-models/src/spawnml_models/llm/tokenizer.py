@@ -10,6 +10,7 @@ from spawnml import InvalidArgumentError
 
 if TYPE_CHECKING:  # tokenizers is imported where a tokenizer is built: registering the model must not load it
     from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.decoders import DecodeStream
 
 #: GGUF token types (``tokenizer.ggml.token_type``) matched whole in text, never split by BPE.
 CONTROL, USER_DEFINED = 3, 4
@@ -40,6 +41,13 @@ class GGUFTokenizer:
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``."""
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def decode_stream(self) -> DecodeStream:
+        """A streaming decoder of generated ids (``step(self.tokenizer, id)`` gives the new text, or
+        None while a character is incomplete)."""
+        from tokenizers.decoders import DecodeStream
+
+        return DecodeStream(skip_special_tokens=False)
 
     def token(self, token_id: int) -> str:
         """The vocabulary entry of ``token_id``."""
