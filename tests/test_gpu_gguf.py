@@ -14,6 +14,7 @@ import pytest
 import spawnml
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as reference_dequantize
+from spawnml.gpu import gguf as gpu_gguf
 from spawnml.ir import Graph, Node, Value
 from spawnml.kernel.library.gguf import LAYOUTS
 
@@ -36,12 +37,22 @@ def rounding_bound(x: np.ndarray, dequantized: np.ndarray) -> np.ndarray:
     return x.shape[-1] * eps.eps * (np.abs(x) @ np.abs(dequantized).T) + eps.smallest_subnormal
 
 
-# (activation rows before the last axis, weight rows, columns): one decode row; a prefill with
-# fewer chunks a row than threads; more chunks than threads, so that threads take several.
-SHAPES = [((1, 1), 7, 512), ((2, 3), 5, 256), ((1, 2), 3, 2304)]
+# (activation rows before the last axis, weight rows, columns): one decode row; rows with fewer
+# chunks than threads; more chunks than threads, so that threads take several; more activation
+# rows than DIRECT_ROWS.
+SHAPES = [((1, 1), 7, 512), ((2, 3), 5, 256), ((1, 2), 3, 2304), ((3, 4), 11, 256)]
 
 
-@pytest.mark.parametrize(("leading", "rows", "cols"), SHAPES, ids=["decode", "prefill", "long"])
+@pytest.fixture(autouse=True)
+def small_row_chunks(monkeypatch) -> None:
+    """Windows of 4 weight rows, so that a prefill's product (more than ``DIRECT_ROWS`` activation
+    rows) decodes and multiplies several of them."""
+    monkeypatch.setattr(gpu_gguf, "ROW_CHUNK", 4)
+
+
+@pytest.mark.parametrize(
+    ("leading", "rows", "cols"), SHAPES, ids=["decode", "few-chunks", "long", "prefill-in-windows"]
+)
 @pytest.mark.parametrize("quant_type", list(LAYOUTS))
 def test_quantized_matmul_matches_gguf(
     provider: str, quant_type: str, leading: tuple[int, int], rows: int, cols: int

@@ -1,6 +1,6 @@
 """``spawnml.gguf::QuantizedMatMul`` and ``QuantizedGather`` on the GPU: the raw GGUF blocks bound
-as ``u32`` words and dequantized inside the kernel (:mod:`spawnml.kernel.library.gguf`), never
-expanded.
+as ``u32`` words and dequantized inside the kernel (:mod:`spawnml.kernel.library.gguf`); the whole
+weight is never expanded (a prefill's product expands a window of rows at a time, on the device).
 
 A weight's words are uploaded once, the first time a product reads it, and kept while its device
 buffer lives (a session's initializers live as long as the session).
@@ -20,7 +20,14 @@ from ..kernel.library.gguf import LAYOUTS, block_kernel
 from ..ops.defs.quant_gguf import DOMAIN
 from ..ops.shapes import as_text
 from .array import DeviceArray, Storage
-from .table import FLOATS, GPU_KERNELS, GPUContext
+from .gemm import times_transposed
+from .table import FLOATS, GPU_KERNELS, GPUContext, copy_strided
+
+#: Activation rows up to which a product decodes the weight in the product kernel; above (a
+#: prefill), :data:`ROW_CHUNK` weight rows at a time are decoded once to float32 on the device and
+#: multiplied as floats, rather than decoded again for each activation row.
+DIRECT_ROWS = 8
+ROW_CHUNK = 4096
 
 
 def _check(node: Node, opset: int) -> str | None:
@@ -79,7 +86,20 @@ def quantized_matmul(ctx: GPUContext, a: DeviceArray, w: DeviceArray) -> DeviceA
     cols = ctx.attrs["cols"]
     if a.shape[-1:] != (cols,):
         raise InvalidArgumentError(f"A of shape {list(a.shape)} does not end in the weight's {cols} columns")
-    return _launch(ctx, a, w, (*a.shape[:-1], ctx.attrs["rows"]), gather=False)
+    rows, count = ctx.attrs["rows"], math.prod(a.shape[:-1])
+    if count <= DIRECT_ROWS:
+        return _launch(ctx, a, w, (*a.shape[:-1], rows), gather=False)
+    flat = a.view((count, cols))
+    parts = []
+    for start in range(0, rows, ROW_CHUNK):
+        indices = ctx.backend.constant(np.arange(start, min(start + ROW_CHUNK, rows)), np.int32)
+        parts.append(times_transposed(ctx, flat, _launch(ctx, indices, w, (indices.size, cols), gather=True)))
+    if len(parts) == 1:
+        return parts[0].view((*a.shape[:-1], rows))
+    y = ctx.backend.empty((count, rows), a.dtype)
+    for start, part in zip(range(0, rows, ROW_CHUNK), parts, strict=True):
+        copy_strided(ctx, part, y, part.shape, (part.shape[1], 1), (rows, 1), dst_offset=start)
+    return y.view((*a.shape[:-1], rows))
 
 
 @GPU_KERNELS.register("QuantizedGather", domain=DOMAIN, check=_check)
