@@ -10,6 +10,7 @@ from importlib.util import find_spec
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from . import discovery
 from .errors import (
     AutogradError,
     BackendUnavailableError,
@@ -29,6 +30,10 @@ from .errors import (
     UnsupportedOperatorError,
 )
 from .version import __version__
+
+# The layers below the plugins find what they registered through ``discovery``, which imports this
+# package's ``plugins`` when first asked, not here.
+discovery.install(lambda: import_module(".plugins", __name__))
 
 if TYPE_CHECKING:
     from . import dtypes

@@ -148,7 +148,7 @@ def detect(source: ModelSource, loaders: list[FormatLoader]) -> FormatLoader:
 
 def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Graph:
     """Load any supported model file as a validated, bounded IR :class:`Graph`."""
-    from .plugins import formats, operators
+    from .discovery import formats, operators
 
     limits = limits or DEFAULT_LIMITS
     source = ModelSource.of(model)
@@ -163,7 +163,7 @@ def load(model: PathOrBytes | ModelSource, limits: Limits | None = None) -> Grap
 
 def save_onnx(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` as an ONNX file through the installed format plugin that writes ``.onnx``."""
-    from .plugins import formats, operators
+    from .discovery import formats, operators
 
     for loader in formats().values():
         if loader.writes and ".onnx" in loader.extensions:

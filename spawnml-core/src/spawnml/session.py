@@ -93,7 +93,7 @@ class InferenceSession:
         *,
         limits: Limits | None = None,
     ) -> None:
-        from .plugins import operators
+        from .discovery import operators
 
         options = sess_options or SessionOptions()
         self._profile_prefix = options.profile_file_prefix
@@ -364,7 +364,7 @@ def _placed_tensor(name: str, feed: Any, home: Backend) -> Placed:
 
 def resolve_providers(providers: Sequence[str] | None) -> list[Backend]:
     """Backends for provider names, refusing unknown and unavailable ones with the reason."""
-    from .plugins import backends, not_loaded
+    from .discovery import backends, not_loaded
 
     installed = backends()
     if not installed:

@@ -528,7 +528,7 @@ class Tensor(_Methods):
 
 def backend_named(device: str) -> Backend:
     """The installed backend called ``device``."""
-    from .plugins import backends
+    from .discovery import backends
 
     installed = backends()
     if device not in installed:

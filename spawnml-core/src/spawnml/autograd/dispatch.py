@@ -193,7 +193,7 @@ def moved(x: Tensor, target: Backend) -> Tensor:
 
 @cache
 def _resolve(backend: Backend, domain: str, op_type: str, opset: int) -> tuple[OpSchema, KernelSpec]:
-    from ..plugins import operators
+    from ..discovery import operators
 
     schema = operators().lookup(domain, op_type, opset)
     spec = backend.kernels.find(domain, op_type, opset)

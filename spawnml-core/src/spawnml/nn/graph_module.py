@@ -149,7 +149,7 @@ class GraphModule(Module):
 
     def __init__(self, graph: Graph, device: str = "cpu") -> None:
         super().__init__()
-        from ..plugins import operators
+        from ..discovery import operators
 
         registry = operators()
         _refuse_untrainable(graph)

@@ -131,7 +131,7 @@ def optimize(
     if level == GraphOptimizationLevel.ORT_DISABLE_ALL:
         return graph
     if operators is None:
-        from ..plugins import operators as loaded
+        from ..discovery import operators as loaded
 
         operators = loaded()
     work = _copy(graph)

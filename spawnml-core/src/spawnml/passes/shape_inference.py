@@ -72,7 +72,7 @@ def infer_shapes(
     ``memo`` keeps what a previous inference of the graph found for nodes that did not change.
     """
     if operators is None:
-        from ..plugins import operators as loaded
+        from ..discovery import operators as loaded
 
         operators = loaded()
     free = graph.free_names()
