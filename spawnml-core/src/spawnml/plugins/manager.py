@@ -122,11 +122,17 @@ class Registry:
     _plugins: dict[str, PluginInfo] = field(default_factory=dict)
     #: Collects the deferred hooks' registrations; None once it has run.
     _deferred: Callable[[], None] | None = field(default=None, repr=False)
+    #: Held while collecting: another thread must not see the registrations half made.
+    _collecting: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    _complete: bool = field(default=False, repr=False, compare=False)
 
     def _finished(self) -> Registry:
-        collect, self._deferred = self._deferred, None
-        if collect is not None:
-            collect()
+        if not self._complete:
+            with self._collecting:
+                collect, self._deferred = self._deferred, None
+                if collect is not None:  # None as well in a hook that asks while it is collected
+                    collect()
+                    self._complete = True
         return self
 
     @property
