@@ -132,17 +132,11 @@ def _quantize_8_bit(
 ) -> np.ndarray:
     """QuantizeLinear's float32 operations in one compiled pass."""
     info = np.iinfo(dtype)
-    zero = np.float32(0 if zero_point is None else zero_point.reshape(-1)[0])
+    zero = np.full(1, 0 if zero_point is None else zero_point.reshape(-1)[0], np.float32)
     out = np.empty(x.shape, dtype)
-    flat = np.ascontiguousarray(x).reshape(-1)
-    _loops().quantize(
-        flat,
-        np.float32(scale.reshape(-1)[0]),
-        zero,
-        np.float32(info.min),
-        np.float32(info.max),
-        out.reshape(-1),
-    )
+    rows = np.ascontiguousarray(x).reshape(1, -1)
+    scales = scale.reshape(1).astype(np.float32)
+    _loops().quantize_rows(rows, scales, zero, np.float32(info.min), np.float32(info.max), out.reshape(1, -1))
     return out
 
 
@@ -168,18 +162,23 @@ def _dynamic_quantize(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np
 
 
 def dynamic_quantize(x: np.ndarray, axis: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``x`` as uint8 over its range widened to hold 0 (of each slice along ``axis`` where it is
-    given), with the scale and zero point, as onnxruntime computes them: ``scale = (max - min) /
-    255`` in float32 (1 where the range is empty), the zero point ``-min / scale`` and each value
+    """``x`` as uint8 over its range widened to hold 0 (of each row of a 2-D ``x`` with ``axis=1``),
+    with the scale and zero point, as onnxruntime computes them: ``scale = (max - min) / 255`` in
+    float32 (1 where the range is empty), the zero point ``-min / scale`` and each value
     ``x / scale``, rounded half to even."""
-    x = x.astype(np.float32, copy=False)
-    zero, keep = np.float32(0), axis is not None
-    low = np.fmin(x.min(axis=axis, keepdims=keep, initial=zero), zero)
-    high = np.fmax(x.max(axis=axis, keepdims=keep, initial=zero), zero)
+    if axis not in (None, 1) or (axis == 1 and x.ndim != 2):
+        raise ValueError(f"dynamic quantization over axis {axis} of a rank-{x.ndim} tensor is not supported")
+    rows = np.ascontiguousarray(x, dtype=np.float32)
+    rows = rows if axis == 1 else rows.reshape(1, rows.size)
+    low, high = np.empty(len(rows), np.float32), np.empty(len(rows), np.float32)
+    _loops().row_ranges(rows, low, high)
     scale = np.where(high > low, (high - low) / np.float32(255), np.float32(1)).astype(np.float32)
-    zero_point = np.asarray(saturate(-low / scale, np.dtype(np.uint8)))
-    y = saturate(np.rint(x / scale) + zero_point.astype(np.float32), np.dtype(np.uint8))
-    return y, scale, zero_point
+    zero_point = saturate(-low / scale, np.dtype(np.uint8))
+    y = np.empty(rows.shape, np.uint8)
+    _loops().quantize_rows(rows, scale, zero_point.astype(np.float32), np.float32(0), np.float32(255), y)
+    if axis == 1:
+        return y, scale[:, None], zero_point[:, None]
+    return y.reshape(x.shape), scale.reshape(()), zero_point.reshape(())
 
 
 @KERNELS.register("MatMulInteger", since=10)
