@@ -8,9 +8,10 @@
   operators until they cancel, as onnxruntime's transpose optimizer does for models converted
   from NHWC frameworks), then fusions: Conv with BatchNormalization and constant Mul/Add,
   Conv with its activation (FusedConv), constant scalar Muls into the weights of the MatMul they
-  scale, MatMul + Add to Gemm, MatMuls of one input by constant weights into one MatMul and a
-  Split, GELU, LayerNormalization and SkipLayerNormalization (taking in the bias Add of one
-  addend). A fused operator is only introduced where a provider of the
+  scale, MatMul + Add to Gemm, the dynamically quantized products of ``quantize_dynamic`` into
+  MatMulIntegerToFloat or DynamicQuantizeMatMul, MatMuls of one input by constant weights into
+  one MatMul and a Split, GELU, LayerNormalization and SkipLayerNormalization (taking in the
+  bias Add of one addend). A fused operator is only introduced where a provider of the
   session runs it.
 - ``all``: ``extended`` plus elementwise-chain fusion: runs of float32 elementwise operators
   become one ``ai.spawnml::FusedElementwise`` (one generated kernel).
