@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import spawnml
+from onnx import TensorProto, helper, numpy_helper
 from spawnml.threads import intra_op
 from spawnml_cpu.kernels.integer_product import FEW_ROWS, exact_product, integer_matmul
 
@@ -85,3 +87,33 @@ def test_constant_weights_are_converted_once_and_follow_their_zero_point():
         np.testing.assert_array_equal(
             integer_matmul(a, changing, None, None), reference(a, changing, None, None)
         )
+
+
+@pytest.mark.parametrize(("channels", "kernel"), [(600, 1), (70, 3)])
+def test_conv_integer_over_channel_runs_is_exact(channels, kernel):
+    """ConvInteger with every term at its largest magnitude over more input channels than one
+    float32 run sums exactly: the int64 sums of numpy's sliding windows."""
+    x = np.full((1, channels, 5, 6), 255, np.uint8)
+    x[:, ::2] = 0
+    w = np.full((3, channels, kernel, kernel), 255, np.uint8)
+    x_zero, w_zero = np.array(255, np.uint8), np.array(0, np.uint8)
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zero", "w_zero"], ["y"])],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        [
+            numpy_helper.from_array(w, "w"),
+            numpy_helper.from_array(x_zero, "x_zero"),
+            numpy_helper.from_array(w_zero, "w_zero"),
+        ],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    got = np.asarray(spawnml.InferenceSession(data, providers=["cpu"]).run(None, {"x": x})[0])
+    windows = np.lib.stride_tricks.sliding_window_view(
+        x.astype(np.int64) - 255, (kernel, kernel), axis=(2, 3)
+    )
+    expected = np.einsum("ncyxij,mcij->nmyx", windows, w.astype(np.int64))
+    assert np.abs(expected).max() > 1 << 24
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
