@@ -114,15 +114,20 @@ def gguf_matmul(
                         qh = qh | (load_byte(w, fifth + k) << (k * 8))
                 quants = fifth + (4 if HIGH else 0)
                 center = 0 if MIN else (16 if HIGH else 8)
-                for i in range(u32(32)):
-                    q = (load_byte(w, quants + i % 16) >> (i // 16 * 4)) & 15
+                for i in range(u32(16)):  # byte i holds elements i and i + 16
+                    b = load_byte(w, quants + i)
+                    first = b & 15
+                    second = b >> 4
                     if HIGH:
-                        q = q | (((qh >> i) & 1) << 4)
-                    value = d * f32(i32(q) - center) + low
+                        first = first | (((qh >> i) & 1) << 4)
+                        second = second | (((qh >> (i + 16)) & 1) << 4)
+                    value = d * f32(i32(first) - center) + low
+                    other = d * f32(i32(second) - center) + low
                     if GATHER:
                         y[xs + i] = value
+                        y[xs + 16 + i] = other
                     else:
-                        total += value * x[xs + i]
+                        total += value * x[xs + i] + other * x[xs + 16 + i]
             if FAMILY == EIGHT_BIT:
                 at = row + c * BYTES
                 d_bits = load_byte(w, at) | (load_byte(w, at + 1) << 8)
