@@ -21,6 +21,7 @@ from spawnml.kernel import (
     load_byte,
     u32,
 )
+from spawnml.kernel.lang import T
 from spawnml.kernel.library import add, matmul, sum_partial
 
 
@@ -100,6 +101,21 @@ def test_branches_on_constants_keep_only_the_side_taken():
     assert chosen.specialize(WIDE=True, K=3).body[0] == ir.If(taken, (ir.If(taken, (store,), ()),), ())
     with pytest.raises(KernelError, match="unknown name print"):
         chosen.specialize(WIDE=False, K=2)
+
+
+def test_a_dtype_placeholder_is_bound_by_its_constant():
+    @kernel(workgroup=(1,))
+    def typed(x: Buffer[T], T: Const[Scalar]):
+        x[0] = T(1)
+
+    assert typed.specialize(T=i32).params[0].type == ir.BufferType(i32, writable=True)
+
+    message = r"Buffer\[T\]: bind the placeholder with a parameter T: Const\[Scalar\]"
+    with pytest.raises(KernelError, match=message):
+
+        @kernel(workgroup=(1,))
+        def unbound(x: Buffer[T]):
+            x[0] = 1.0
 
 
 def _error(tmp_path, source: str) -> KernelError:

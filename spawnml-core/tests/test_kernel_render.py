@@ -47,6 +47,7 @@ from spawnml.kernel import (
     tanh,
     u32,
 )
+from spawnml.kernel.lang import T
 from spawnml.kernel.library import (
     add,
     attention,
@@ -81,8 +82,8 @@ from spawnml.kernel.split import split_buffers
 
 @kernel(workgroup=("WG",))
 def every_construct(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     counts: Buffer[u32],
     n: u32,
     bias: i32,

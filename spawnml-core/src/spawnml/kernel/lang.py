@@ -55,6 +55,10 @@ class TypeParam:
     name: str
 
 
+#: The element-type placeholders of the kernel library: ``T`` the data's, ``R`` a result's.
+T, R = TypeParam("T"), TypeParam("R")
+
+
 def _scalar(elem: Any, what: str) -> Scalar:
     if isinstance(elem, TypeParam):
         raise KernelError(

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, exp, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, exp, global_id
 
 
 @kernel(workgroup=(64,))
 def attention_softmax(
-    scores: ReadBuffer[T],  # noqa: F821
-    mask: ReadBuffer[T],  # noqa: F821
+    scores: ReadBuffer[T],
+    mask: ReadBuffer[T],
     lengths: ReadBuffer[i32],
-    biased: Buffer[T],  # noqa: F821
-    probs: Buffer[T],  # noqa: F821
+    biased: Buffer[T],
+    probs: Buffer[T],
     rows: u32,
     width: u32,
     heads: u32,
@@ -85,11 +85,11 @@ def attention_softmax(
 
 @kernel(workgroup=(64,))
 def rotary_embedding(
-    x: ReadBuffer[T],  # noqa: F821
-    cos_cache: ReadBuffer[T],  # noqa: F821
-    sin_cache: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    cos_cache: ReadBuffer[T],
+    sin_cache: ReadBuffer[T],
     positions: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     n: u32,
     width: u32,
     D: u32,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, ReadBuffer, floor, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, floor, global_id
 
 #: Scaled magnitudes lie in ``[LOW, HIGH)``; three steps of ``2**32`` reach every float32.
 HIGH = 4294967296.0
@@ -21,14 +21,14 @@ LOW = 1.0 / HIGH
 
 
 @kernel(workgroup=(64,))
-def round_to_bfloat16(x: ReadBuffer[T], out: Buffer[f32], n: u32, width: u32, T: Const[Scalar]):  # noqa: F821
+def round_to_bfloat16(x: ReadBuffer[T], out: Buffer[f32], n: u32, width: u32, T: Const[Scalar]):
     """``out[i]`` = ``x[i]`` as float32, rounded to the nearest bfloat16 value."""
     i = global_id(1) * width + global_id(0)
     if i < n:
         v = f32(x[i])
         size = abs(v)
         scale = f32(1)
-        for step in range(3):  # noqa: B007  (three scalings of 2**32 reach every float32)
+        for _scaling in range(3):  # three scalings of 2**32 reach every float32
             if size * scale >= HIGH:
                 scale = scale * LOW
             if size * scale < LOW and size != f32(0):

@@ -16,7 +16,7 @@ from dataclasses import replace
 from .. import ir
 from ..frontend import kernel
 from ..ir import Kernel, Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, shared
+from ..lang import Buffer, Const, ReadBuffer, T, barrier, global_id, group_id, local_id, shared
 
 
 def activated(k: Kernel, activation: Callable[[ir.Expr], ir.Expr], name: str) -> Kernel:
@@ -39,10 +39,10 @@ def activated(k: Kernel, activation: Callable[[ir.Expr], ir.Expr], name: str) ->
 
 @kernel(workgroup=(64,))
 def conv_direct(
-    x: ReadBuffer[T],  # noqa: F821
-    w: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    w: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: i32,
@@ -102,10 +102,10 @@ def conv_direct(
 
 @kernel(workgroup=("TILE", "TILE"))
 def conv_gemm(
-    x: ReadBuffer[T],  # noqa: F821
-    w: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    w: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    y: Buffer[T],
     C: i32,
     M: i32,
     G: i32,
@@ -181,10 +181,10 @@ def conv_gemm(
 
 @kernel(workgroup=(64,))
 def conv_transpose(
-    x: ReadBuffer[T],  # noqa: F821
-    w: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    w: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: i32,

@@ -14,15 +14,15 @@ import math
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, ReadBuffer, cos, global_id, sin
+from ..lang import Buffer, Const, ReadBuffer, T, cos, global_id, sin
 
 TAU = 2 * math.pi
 
 
 @kernel(workgroup=(64,))
 def dft(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     n: u32,
     width: u32,
     L: u32,

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def forest_leaves(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     nans: ReadBuffer[i32],
     roots: ReadBuffer[i32],
     nodes: ReadBuffer[i32],
-    thresholds: ReadBuffer[T],  # noqa: F821
+    thresholds: ReadBuffer[T],
     member_bounds: ReadBuffer[i32],
-    members: ReadBuffer[T],  # noqa: F821
+    members: ReadBuffer[T],
     leaves: Buffer[i32],
     n: u32,
     width: u32,
@@ -80,8 +80,8 @@ def forest_leaves(
 def forest_scores(
     leaves: ReadBuffer[i32],
     leaf_targets: ReadBuffer[i32],
-    leaf_weights: ReadBuffer[T],  # noqa: F821
-    scores: Buffer[T],  # noqa: F821
+    leaf_weights: ReadBuffer[T],
+    scores: Buffer[T],
     n: u32,
     width: u32,
     targets: u32,

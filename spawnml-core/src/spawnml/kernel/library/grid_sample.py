@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, floor, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, floor, global_id
 
 #: ``MODE`` values and their taps per axis.
 NEAREST, LINEAR, CUBIC = 0, 1, 2
@@ -27,10 +27,10 @@ CUBIC_A = -0.75
 
 @kernel(workgroup=(64,))
 def grid_taps(
-    grid: ReadBuffer[T],  # noqa: F821
+    grid: ReadBuffer[T],
     sizes: ReadBuffer[u32],
     index: Buffer[i32],
-    weight: Buffer[T],  # noqa: F821
+    weight: Buffer[T],
     n: u32,
     width: u32,
     R: u32,
@@ -105,10 +105,10 @@ def grid_taps(
 
 @kernel(workgroup=(64,))
 def gather_taps(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     index: ReadBuffer[i32],
-    weight: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    weight: ReadBuffer[T],
+    out: Buffer[T],
     n: u32,
     width: u32,
     C: u32,

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def gather_elements(
-    data: ReadBuffer[T],  # noqa: F821
+    data: ReadBuffer[T],
     indices: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -43,8 +43,8 @@ def gather_elements(
 
 @kernel(workgroup=(64,))
 def tile(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -65,8 +65,8 @@ def tile(
 
 @kernel(workgroup=(64,))
 def trilu(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     n: u32,
     width: u32,
     rows: u32,
@@ -86,9 +86,9 @@ def trilu(
 
 @kernel(workgroup=(64,))
 def gather_nd(
-    data: ReadBuffer[T],  # noqa: F821
+    data: ReadBuffer[T],
     indices: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -114,9 +114,9 @@ def gather_nd(
 
 @kernel(workgroup=(64,))
 def scatter_nd(
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     indices: ReadBuffer[i32],
-    updates: ReadBuffer[T],  # noqa: F821
+    updates: ReadBuffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -151,9 +151,9 @@ def scatter_nd(
 
 @kernel(workgroup=(64,))
 def scatter_elements(
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     indices: ReadBuffer[i32],
-    updates: ReadBuffer[T],  # noqa: F821
+    updates: ReadBuffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, global_id
+from ..lang import Buffer, Const, T, global_id
 
 
 @kernel(workgroup=(64,))
-def determinant(a: Buffer[f32], out: Buffer[T], rows: u32, width: u32, N: u32, T: Const[Scalar]):  # noqa: F821
+def determinant(a: Buffer[f32], out: Buffer[T], rows: u32, width: u32, N: u32, T: Const[Scalar]):
     """``out[r]`` = the determinant of the ``N x N`` row-major matrix ``r`` of ``a`` (overwritten)."""
     r = global_id(1) * width + global_id(0)
     if r < rows:

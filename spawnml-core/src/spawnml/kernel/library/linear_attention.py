@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, ReadBuffer, exp, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, exp, global_id
 
 
 @kernel(workgroup=(64,))
 def linear_attention_scan(
-    query: ReadBuffer[T],  # noqa: F821
-    key: ReadBuffer[T],  # noqa: F821
-    value: ReadBuffer[T],  # noqa: F821
-    past: ReadBuffer[T],  # noqa: F821
-    decay: ReadBuffer[T],  # noqa: F821
-    beta: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
-    state: Buffer[T],  # noqa: F821
+    query: ReadBuffer[T],
+    key: ReadBuffer[T],
+    value: ReadBuffer[T],
+    past: ReadBuffer[T],
+    decay: ReadBuffer[T],
+    beta: ReadBuffer[T],
+    out: Buffer[T],
+    state: Buffer[T],
     n: u32,
     width: u32,
     steps: u32,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def nll_terms(
-    log_prob: ReadBuffer[T],  # noqa: F821
+    log_prob: ReadBuffer[T],
     labels: ReadBuffer[i32],
-    weight: ReadBuffer[T],  # noqa: F821
-    loss: Buffer[T],  # noqa: F821
-    weights: Buffer[T],  # noqa: F821
+    weight: ReadBuffer[T],
+    loss: Buffer[T],
+    weights: Buffer[T],
     n: u32,
     width: u32,
     classes: u32,

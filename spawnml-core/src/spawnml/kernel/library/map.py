@@ -13,7 +13,7 @@ from dataclasses import replace
 from .. import ir
 from ..frontend import kernel
 from ..ir import Kernel, Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, R, ReadBuffer, T, global_id
 
 
 def with_value(k: Kernel, value: ir.Expr, name: str) -> Kernel:
@@ -33,7 +33,7 @@ def with_value(k: Kernel, value: ir.Expr, name: str) -> Kernel:
 
 
 @kernel(workgroup=(64,))
-def map1(x: ReadBuffer[T], out: Buffer[R], n: u32, width: u32, T: Const[Scalar], R: Const[Scalar]):  # noqa: F821
+def map1(x: ReadBuffer[T], out: Buffer[R], n: u32, width: u32, T: Const[Scalar], R: Const[Scalar]):
     """``out[i] = f(x[i])`` over ``n`` contiguous elements."""
     i = global_id(1) * width + global_id(0)
     if i < n:
@@ -43,9 +43,9 @@ def map1(x: ReadBuffer[T], out: Buffer[R], n: u32, width: u32, T: Const[Scalar],
 
 @kernel(workgroup=(64,))
 def map2(
-    x: ReadBuffer[T],  # noqa: F821
-    y: ReadBuffer[T],  # noqa: F821
-    out: Buffer[R],  # noqa: F821
+    x: ReadBuffer[T],
+    y: ReadBuffer[T],
+    out: Buffer[R],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -72,9 +72,9 @@ def map2(
 @kernel(workgroup=(64,))
 def map3(
     cond: ReadBuffer[i32],
-    x: ReadBuffer[T],  # noqa: F821
-    y: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: ReadBuffer[T],
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, local_id, shared
+from ..lang import Buffer, Const, ReadBuffer, T, barrier, global_id, local_id, shared
 
 
 @kernel(workgroup=("TILE", "TILE"))
 def matmul(
-    a: ReadBuffer[T],  # noqa: F821
-    b: ReadBuffer[T],  # noqa: F821
-    c: Buffer[T],  # noqa: F821
+    a: ReadBuffer[T],
+    b: ReadBuffer[T],
+    c: Buffer[T],
     M: u32,
     N: u32,
     K: u32,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def mel_weights(
     edges: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     n: u32,
     width: u32,
     bins: u32,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def strided_copy(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,
@@ -39,9 +39,9 @@ def strided_copy(
 
 @kernel(workgroup=(64,))
 def gather(
-    data: ReadBuffer[T],  # noqa: F821
+    data: ReadBuffer[T],
     indices: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     n: u32,
     width: u32,
     inner: u32,
@@ -63,9 +63,9 @@ def gather(
 
 @kernel(workgroup=(64,))
 def reverse_sequence(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     lengths: ReadBuffer[i32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     n: u32,
     width: u32,
     time_size: u32,
@@ -89,9 +89,9 @@ def reverse_sequence(
 
 @kernel(workgroup=(64,))
 def col2im(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     dims: ReadBuffer[u32],
-    out: Buffer[T],  # noqa: F821
+    out: Buffer[T],
     n: u32,
     width: u32,
     C: u32,

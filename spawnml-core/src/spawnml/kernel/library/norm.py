@@ -5,17 +5,30 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, pow, rsqrt, shared, sqrt
+from ..lang import (
+    Buffer,
+    Const,
+    ReadBuffer,
+    T,
+    barrier,
+    global_id,
+    group_id,
+    local_id,
+    pow,
+    rsqrt,
+    shared,
+    sqrt,
+)
 
 
 @kernel(workgroup=(64,))
 def batch_norm(
-    x: ReadBuffer[T],  # noqa: F821
-    scale: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    mean: ReadBuffer[T],  # noqa: F821
-    variance: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    scale: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    mean: ReadBuffer[T],
+    variance: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: u32,
@@ -32,10 +45,10 @@ def batch_norm(
 
 @kernel(workgroup=("BLOCK",))
 def group_norm(
-    x: ReadBuffer[T],  # noqa: F821
-    scale: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    scale: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    y: Buffer[T],
     rows: u32,
     across: u32,
     G: u32,
@@ -93,8 +106,8 @@ def group_norm(
 
 @kernel(workgroup=(64,))
 def local_response_norm(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: u32,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 #: The values of ``MODE``: how a coordinate outside the input is mapped.
 CONSTANT, REFLECT, EDGE, WRAP = 0, 1, 2, 3
@@ -12,9 +12,9 @@ CONSTANT, REFLECT, EDGE, WRAP = 0, 1, 2, 3
 
 @kernel(workgroup=(64,))
 def pad(
-    x: ReadBuffer[T],  # noqa: F821
-    value: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    value: ReadBuffer[T],
+    y: Buffer[T],
     dims: ReadBuffer[i32],
     n: u32,
     width: u32,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, pow, shared
+from ..lang import Buffer, Const, ReadBuffer, T, barrier, global_id, group_id, local_id, pow, shared
 
 
 @kernel(workgroup=(64,))
 def max_pool(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     indices: Buffer[i32],
     n: u32,
     width: u32,
@@ -75,8 +75,8 @@ def max_pool(
 
 @kernel(workgroup=(64,))
 def average_pool(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     D: i32,
@@ -130,8 +130,8 @@ def average_pool(
 
 @kernel(workgroup=("BLOCK",))
 def global_pool(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     rows: u32,
     across: u32,
     D: u32,
@@ -173,8 +173,8 @@ def global_pool(
 
 @kernel(workgroup=(64,))
 def lp_pool(
-    x: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     D: i32,

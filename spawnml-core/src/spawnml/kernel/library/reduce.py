@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, u32
-from ..lang import Buffer, Const, ReadBuffer, barrier, global_id, group_id, local_id, shared
+from ..lang import Buffer, Const, ReadBuffer, T, barrier, global_id, group_id, local_id, shared
 
 
 @kernel(workgroup=("BLOCK",))
-def sum_partial(x: ReadBuffer[T], partial: Buffer[T], n: u32, T: Const[Scalar], BLOCK: Const[int]):  # noqa: F821
+def sum_partial(x: ReadBuffer[T], partial: Buffer[T], n: u32, T: Const[Scalar], BLOCK: Const[int]):
     """``partial[g]`` = the sum of workgroup ``g``'s ``BLOCK`` elements (``BLOCK`` a power of two).
 
     Launch ``ceil(n / BLOCK)`` workgroups; sum ``partial`` again until one value is left.

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, floor, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, floor, global_id
 
 
 @kernel(workgroup=(64,))
 def roi_align(
-    x: ReadBuffer[T],  # noqa: F821
-    rois: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    rois: ReadBuffer[T],
     batch_indices: ReadBuffer[i32],
-    y: Buffer[T],  # noqa: F821
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: u32,
@@ -101,12 +101,12 @@ def roi_align(
 
 @kernel(workgroup=(64,))
 def deform_conv(
-    x: ReadBuffer[T],  # noqa: F821
-    w: ReadBuffer[T],  # noqa: F821
-    offset: ReadBuffer[T],  # noqa: F821
-    mask: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    y: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    w: ReadBuffer[T],
+    offset: ReadBuffer[T],
+    mask: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    y: Buffer[T],
     n: u32,
     width: u32,
     C: i32,

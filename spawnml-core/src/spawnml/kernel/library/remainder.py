@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def float_mod(
-    x: ReadBuffer[T],  # noqa: F821
-    y: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    y: ReadBuffer[T],
+    out: Buffer[T],
     dims: ReadBuffer[u32],
     n: u32,
     width: u32,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def resample_axis(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     index: ReadBuffer[i32],
     weight: ReadBuffer[f32],
-    y: Buffer[T],  # noqa: F821
+    y: Buffer[T],
     n: u32,
     width: u32,
     size: u32,

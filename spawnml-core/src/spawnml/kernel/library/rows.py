@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, u32
-from ..lang import Buffer, Const, ReadBuffer, exp, global_id, rsqrt
+from ..lang import Buffer, Const, ReadBuffer, T, exp, global_id, rsqrt
 
 
 @kernel(workgroup=(64,))
 def softmax_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     rows: u32,
     width: u32,
     D: u32,
@@ -39,12 +39,12 @@ def softmax_rows(
 
 @kernel(workgroup=(64,))
 def layernorm_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    scale: ReadBuffer[T],  # noqa: F821
-    bias: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
-    mean_out: Buffer[T],  # noqa: F821
-    inv_std_out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    scale: ReadBuffer[T],
+    bias: ReadBuffer[T],
+    out: Buffer[T],
+    mean_out: Buffer[T],
+    inv_std_out: Buffer[T],
     rows: u32,
     width: u32,
     D: u32,

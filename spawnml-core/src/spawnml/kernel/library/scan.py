@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, u32
-from ..lang import Buffer, Const, ReadBuffer, exp, global_id, log
+from ..lang import Buffer, Const, ReadBuffer, T, exp, global_id, log
 
 
 @kernel(workgroup=(64,))
 def log_softmax_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     rows: u32,
     width: u32,
     D: u32,
@@ -38,8 +38,8 @@ def log_softmax_rows(
 
 @kernel(workgroup=(64,))
 def hardmax_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     rows: u32,
     width: u32,
     D: u32,
@@ -60,8 +60,8 @@ def hardmax_rows(
 
 @kernel(workgroup=(64,))
 def cumulative_rows(
-    x: ReadBuffer[T],  # noqa: F821
-    out: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    out: Buffer[T],
     rows: u32,
     width: u32,
     D: u32,

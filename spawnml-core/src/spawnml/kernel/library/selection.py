@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, f32, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(1,))
@@ -29,7 +29,7 @@ def running_offsets(counts: ReadBuffer[i32], offsets: Buffer[i32], total: Buffer
 # NonZero --------------------------------------------------------------------------------------
 @kernel(workgroup=(64,))
 def count_nonzero(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     counts: Buffer[i32],
     rows: u32,
     width: u32,
@@ -50,7 +50,7 @@ def count_nonzero(
 
 @kernel(workgroup=(64,))
 def nonzero_coordinates(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     offsets: ReadBuffer[i32],
     dims: ReadBuffer[u32],
     out: Buffer[i32],
@@ -86,7 +86,7 @@ def nonzero_coordinates(
 
 @kernel(workgroup=(64,))
 def unique_first(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     nans: ReadBuffer[i32],
     first: Buffer[i32],
     unique: Buffer[i32],
@@ -122,11 +122,11 @@ def unique_first(
 
 @kernel(workgroup=(64,))
 def unique_place(
-    x: ReadBuffer[T],  # noqa: F821
+    x: ReadBuffer[T],
     nans: ReadBuffer[i32],
     first: ReadBuffer[i32],
     unique: ReadBuffer[i32],
-    y: Buffer[T],  # noqa: F821
+    y: Buffer[T],
     indices: Buffer[i32],
     inverse: Buffer[i32],
     counts: Buffer[i32],

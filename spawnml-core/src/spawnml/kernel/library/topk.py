@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from ..frontend import kernel
 from ..ir import Scalar, i32, u32
-from ..lang import Buffer, Const, ReadBuffer, global_id
+from ..lang import Buffer, Const, ReadBuffer, T, global_id
 
 
 @kernel(workgroup=(64,))
 def top_k(
-    x: ReadBuffer[T],  # noqa: F821
-    values: Buffer[T],  # noqa: F821
+    x: ReadBuffer[T],
+    values: Buffer[T],
     indices: Buffer[i32],
     rows: u32,
     width: u32,
