@@ -55,8 +55,6 @@ _TENSOR_AUTOGRAD = "Tensor's autograd state is driven by autograd, which builds 
 #: Imports that still go up a layer or close a cycle, (importer, imported), each with why;
 #: the list only shrinks.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("spawnml.ops.builtin", "spawnml.plugins"): "core's operator schemas, registered as a plugin",
-    ("spawnml.ops.builtin", "spawnml.plugins.hookspecs"): "core's operator schemas, registered as a plugin",
     ("spawnml.tensor", "spawnml.autograd"): _TENSOR_AUTOGRAD,
     ("spawnml.tensor", "spawnml.autograd.functions"): _TENSOR_AUTOGRAD,
     ("spawnml.tensor", "spawnml.autograd.engine"): _TENSOR_AUTOGRAD,

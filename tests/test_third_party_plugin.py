@@ -200,12 +200,12 @@ def test_spawnml_plugins_leaves_it_out(monkeypatch, capsys):
         spawnml.InferenceSession(Graph(), providers=["example", "cpu"])
     assert main(["plugins", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert {p["name"] for p in report["plugins"]} == {"spawnml.ops.builtin", "cpu", "onnx"}
+    assert {p["name"] for p in report["plugins"]} == {"spawnml.plugins.builtin", "cpu", "onnx"}
 
 
 def test_spawnml_plugins_can_select_it_by_distribution_name(monkeypatch):
     monkeypatch.setenv("SPAWNML_PLUGINS", "spawnml-example-plugin")
-    assert set(plugins.registry().plugins) == {"spawnml.ops.builtin", "example"}
+    assert set(plugins.registry().plugins) == {"spawnml.plugins.builtin", "example"}
     assert set(plugins.backends()) == {"example"} and set(plugins.formats()) == {"exgraph"}
 
 

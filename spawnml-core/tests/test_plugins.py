@@ -17,8 +17,8 @@ def test_mock_plugin_is_listed_with_what_it_provides(mock_plugins):
 
 
 def test_builtin_operator_plugin_loads_even_when_entry_points_are_restricted(mock_plugins):
-    assert plugins.registry().plugins["spawnml.ops.builtin"].builtin
-    assert set(plugins.registry().plugins) == {"spawnml.ops.builtin", "mock"}
+    assert plugins.registry().plugins["spawnml.plugins.builtin"].builtin
+    assert set(plugins.registry().plugins) == {"spawnml.plugins.builtin", "mock"}
 
 
 class _Duplicate:

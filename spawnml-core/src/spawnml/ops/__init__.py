@@ -2,7 +2,7 @@
 
 Schemas come from plugins through the ``register_operators`` hook (the loaded set is
 :func:`spawnml.plugins.operators`); core's own ONNX schemas are registered by the built-in
-plugin :mod:`spawnml.ops.builtin`.
+plugin :mod:`spawnml.plugins.builtin`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ ENTRY_POINT_GROUP = "spawnml"
 #: Comma-separated entry-point names (or distribution names) to load; unset loads all.
 PLUGINS_ENV = "SPAWNML_PLUGINS"
 #: Core's own plugins, registered through the same hooks as everybody else's.
-BUILTIN_PLUGINS = ("spawnml.ops.builtin",)
+BUILTIN_PLUGINS = ("spawnml.plugins.builtin",)
 
 
 @dataclass

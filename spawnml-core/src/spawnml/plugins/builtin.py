@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..plugins.hookspecs import hookimpl
-from .defs import SCHEMAS
+from ..ops.defs import SCHEMAS
+from .hookspecs import hookimpl
 
 
 @hookimpl
