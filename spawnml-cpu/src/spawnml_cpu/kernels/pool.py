@@ -1,10 +1,11 @@
 """Pooling: reductions over sliding-window views, and the global pools.
 
-1-D and 2-D float MaxPool without indices runs on a compiled loop (:func:`_max_pool_2d`) that
-reads the input in place, taps in the padding left out, and takes the maximum over a window's
-rows and then its columns (KH + KW passes where a pass over a padded copy per tap is KH * KW);
-large ones are cut into spans of planes over the threads, as depthwise convolutions are (the
-same work: outputs times taps).
+1-D and 2-D float MaxPool runs on compiled loops that read the input in place. Without its
+indices output, :func:`_max_pool_2d` leaves taps in the padding out and takes the maximum over a
+window's rows and then its columns (KH + KW passes where a pass over a padded copy per tap is
+KH * KW); with them (what training's gradient reads), :func:`_max_pool_indices_2d` compares each
+window's taps in order. Large ones are cut into spans of planes over the threads, as depthwise
+convolutions are (the same work: outputs times taps).
 """
 
 from __future__ import annotations
@@ -113,16 +114,59 @@ def _max_pool_2d(
                     target[ox] = value if value > best or value != value else best
 
 
+def _max_pool_indices_2d(
+    x: np.ndarray,
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
+    begins: tuple[int, int],
+    lowest: float,
+    column_major: bool,
+    planes: tuple[int, int],
+    y: np.ndarray,
+    indices: np.ndarray,
+) -> None:
+    """``y (P, OH, OW)`` = the maximum over each window of ``x (P, H, W)`` and ``indices`` where it
+    lies in the flattened input (spatial axes column-major if asked), for planes ``planes[0]`` to
+    ``planes[1]``. Taps are read in row-major order, those in the padding as ``lowest``; the first
+    tap reaching the maximum is the one named, and a NaN counts only as the first tap (as the
+    taps' comparisons ``value > best`` of the uncompiled path)."""
+    height, width = x.shape[1], x.shape[2]
+    rows, columns = y.shape[1], y.shape[2]
+    for p in range(planes[0], planes[1]):
+        base = p * height * width
+        for oy in range(rows):
+            top = oy * strides[0] - begins[0]
+            for ox in range(columns):
+                left = ox * strides[1] - begins[1]
+                best, best_row, best_column = lowest, top, left
+                for i in range(kernel[0]):
+                    row = top + i * dilations[0]
+                    for j in range(kernel[1]):
+                        column = left + j * dilations[1]
+                        inside = 0 <= row < height and 0 <= column < width
+                        value = x[p, row, column] if inside else lowest
+                        if (i == 0 and j == 0) or value > best:
+                            best, best_row, best_column = value, row, column
+                y[p, oy, ox] = best
+                offset = best_row + best_column * height if column_major else best_row * width + best_column
+                indices[p, oy, ox] = base + offset
+
+
 @functools.cache
-def _compiled() -> Callable[..., None]:
-    """:func:`_max_pool_2d` compiled (numba is imported on first use: it takes a while)."""
+def _compiled(with_indices: bool) -> Callable[..., None]:
+    """The compiled MaxPool loop, with or without indices (numba is imported on first use: it takes
+    a while)."""
     import numba
 
-    return numba.njit(nogil=True, cache=True)(_max_pool_2d)
+    return numba.njit(nogil=True, cache=True)(_max_pool_indices_2d if with_indices else _max_pool_2d)
 
 
-def _max_pool_compiled(windows: Windows, x: np.ndarray) -> np.ndarray:
-    """MaxPool of a 1-D or 2-D ``x`` on the compiled loop, 1-D as 2-D over a height of one."""
+def _max_pool_compiled(
+    windows: Windows, x: np.ndarray, column_major: bool | None
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """MaxPool of a 1-D or 2-D ``x`` on the compiled loop, 1-D as 2-D over a height of one; with the
+    maxima's flat indices too unless ``column_major`` (their order of the spatial axes) is None."""
     if x.ndim == 3:
         lifted = Windows(
             (1, *windows.kernel),
@@ -132,45 +176,44 @@ def _max_pool_compiled(windows: Windows, x: np.ndarray) -> np.ndarray:
             (0, *windows.ends),
             (1, *windows.out),
         )
-        return _max_pool_compiled(lifted, x[:, :, None])[:, :, 0]
+        pooled = _max_pool_compiled(lifted, x[:, :, None], column_major)
+        if isinstance(pooled, tuple):
+            return pooled[0][:, :, 0], pooled[1][:, :, 0]
+        return pooled[:, :, 0]
     batch, channels = x.shape[:2]
     y = np.empty((batch, channels, *windows.out), x.dtype)
+    indices = np.empty(y.shape, np.int64) if column_major is not None else None
     count = batch * channels
     if y.size == 0:
-        return y
+        return y if indices is None else (y, indices)
     planes = np.ascontiguousarray(x).reshape(count, *x.shape[2:])
     out = y.reshape(count, *windows.out)
-    lowest = _lowest(x.dtype)
-    loop = _compiled()
+    geometry = (windows.kernel, windows.strides, windows.dilations, windows.begins, _lowest(x.dtype))
+    loop = _compiled(indices is not None)
 
     def run(span: slice) -> None:
-        loop(
-            planes,
-            windows.kernel,
-            windows.strides,
-            windows.dilations,
-            windows.begins,
-            lowest,
-            (span.start, span.stop),
-            out,
-        )
+        if indices is None:
+            loop(planes, *geometry, (span.start, span.stop), out)
+        else:
+            loop(planes, *geometry, column_major, (span.start, span.stop), out, indices.reshape(out.shape))
 
     threads = thread_count()
     work = y.size * math.prod(windows.kernel)
     run_spans(run, count, part_count(work, count, threads, MIN_SPLIT_DEPTHWISE), threads)
-    return y
+    return y if indices is None else (y, indices)
 
 
 @KERNELS.register("MaxPool")
 def _max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     windows = _windows(ctx, x)
-    if not _wants(ctx, 1) and x.ndim in (3, 4) and x.dtype in _COMPILED:
-        return _max_pool_compiled(windows, x)
+    column_major = bool(ctx.attrs.get("storage_order", 0))
+    if x.ndim in (3, 4) and x.dtype in _COMPILED:
+        return _max_pool_compiled(windows, x, column_major if _wants(ctx, 1) else None)
     taps = windows.each_tap(x, _lowest(x.dtype))
     if not _wants(ctx, 1):
         return _reduce_taps(taps, np.maximum)
     y, best = _argmax_taps(taps)
-    return y, _flat_indices(windows, best, x.shape, bool(ctx.attrs.get("storage_order", 0)))
+    return y, _flat_indices(windows, best, x.shape, column_major)
 
 
 def _tap_counts(windows: Windows, sizes: Sequence[int], include_pad: bool) -> np.ndarray:
