@@ -32,7 +32,7 @@ import numpy as np
 
 from .constant_forms import constant_form
 from .nn_common import matmul
-from .threads import part_count, run_spans, thread_count
+from .threads import one_blas_thread, part_count, run_spans, thread_count
 
 Array = np.ndarray
 EIGHT_BIT = frozenset({np.dtype(np.int8), np.dtype(np.uint8)})
@@ -96,13 +96,31 @@ def shifted_product(
         return _dot_rows(values.astype(np.int16), rows)
     weights, weight_bound = _float_weights(b, b_zeros, owner, part)
     run = max(1, FLOAT32_EXACT // max(1, bound * weight_bound))
-    depth = values.shape[1]
-    if run >= depth:
-        return matmul(values, weights)
-    total = matmul(values[:, :run], weights[:run]).astype(np.float64)
-    for start in range(run, depth, run):
-        total += matmul(values[:, start : start + run], weights[start : start + run])
-    return total
+    return _blas_product(values, weights, run)
+
+
+def _blas_product(values: Array, weights: Array, run: int) -> Array:
+    """``values @ weights`` in runs of ``run`` terms (float32; added in float64 where there are
+    several), the columns cut over the backend's threads, each part a GEMM on one BLAS thread:
+    the sums are exact, so any cut gives the same bits, and OpenBLAS's own threads, which wait on
+    the slowest half of a product, cost many times the product's time on a loaded machine."""
+    depth, columns = values.shape[1], weights.shape[1]
+    out = np.empty((len(values), columns), np.float32 if run >= depth else np.float64)
+    threads = thread_count()
+    parts = part_count(values.size * columns, columns, threads)
+
+    def product(span: slice) -> None:
+        target = out[:, span]
+        if run >= depth:
+            np.matmul(values, weights[:, span], out=target)
+            return
+        target[...] = 0
+        for start in range(0, depth, run):
+            target += np.matmul(values[:, start : start + run], weights[start : start + run, span])
+
+    with one_blas_thread():
+        run_spans(product, columns, parts, threads)
+    return out
 
 
 def zero_points(zero_point: Array | None, count: int) -> Array | None:
