@@ -53,12 +53,19 @@ def small_row_chunks(monkeypatch) -> None:
     monkeypatch.setattr(gpu_gguf, "ROW_CHUNK", 4)
 
 
+@pytest.fixture(params=[True, False], ids=["split", "whole"])
+def split(request, monkeypatch) -> None:
+    """Both kernel layouts on every device: a workgroup for each output (GPUs), an invocation for
+    each (devices that run on the CPU)."""
+    monkeypatch.setattr(gpu_gguf, "splits_outputs", lambda runtime: request.param)
+
+
 @pytest.mark.parametrize(
     ("leading", "rows", "cols"), SHAPES, ids=["decode", "few-chunks", "long", "prefill-in-windows"]
 )
 @pytest.mark.parametrize("quant_type", list(LAYOUTS))
 def test_quantized_matmul_matches_gguf(
-    provider: str, quant_type: str, leading: tuple[int, int], rows: int, cols: int
+    provider: str, split: None, quant_type: str, leading: tuple[int, int], rows: int, cols: int
 ) -> None:
     weights = blocks_of(quant_type, rows, cols)
     x = rng.standard_normal((*leading, cols)).astype(np.float32)
@@ -71,7 +78,7 @@ def test_quantized_matmul_matches_gguf(
 
 
 @pytest.mark.parametrize("quant_type", list(LAYOUTS))
-def test_quantized_gather_matches_gguf(provider: str, quant_type: str) -> None:
+def test_quantized_gather_matches_gguf(provider: str, split: None, quant_type: str) -> None:
     """Rows of an embedding table: each element dequantized as ggml's reference does it (a fused
     multiply-add of ``d * q + m`` may round once where it rounds twice: one float32 step)."""
     rows, cols = 9, 512

@@ -21,6 +21,7 @@ from ..ops.defs.quant_gguf import DOMAIN
 from ..ops.shapes import as_text
 from .array import DeviceArray, Storage
 from .gemm import times_transposed
+from .runtime import Runtime
 from .table import FLOATS, GPU_KERNELS, GPUContext, copy_strided
 
 #: Activation rows up to which a product decodes the weight in the product kernel; above (a
@@ -58,6 +59,13 @@ def weight_words(ctx: GPUContext, w: DeviceArray) -> DeviceArray:
         return words
 
 
+def splits_outputs(runtime: Runtime) -> bool:
+    """Whether a workgroup shares each output: not on devices that run on the CPU, which switch
+    between invocations at each barrier; there each invocation takes a whole output, and the
+    workgroup's invocations take neighbouring ones."""
+    return not runtime.on_cpu
+
+
 def _launch(
     ctx: GPUContext, x: DeviceArray, w: DeviceArray, shape: tuple[int, ...], gather: bool
 ) -> DeviceArray:
@@ -70,12 +78,14 @@ def _launch(
             f"W is {w.dtype} {list(w.shape)}, not uint8 [{rows}, {row_bytes}] of {quant_type} blocks"
         )
     y = ctx.backend.empty(shape, np.dtype(np.float32) if gather else x.dtype)
-    groups = x.size if gather else math.prod(shape)
-    if not groups:
+    outputs = x.size if gather else math.prod(shape)
+    if not outputs:
         return y
+    split = splits_outputs(ctx.backend.runtime)
+    kernel = block_kernel(quant_type, gather, split)
+    groups = outputs if split else -(-outputs // kernel.workgroup[0])
     across = min(groups, ctx.backend.runtime.max_groups)
-    scalars = {"outputs_total": groups, "across": across, "rows": rows, "cols": cols, "row_bytes": row_bytes}
-    kernel = block_kernel(quant_type, gather)
+    scalars = {"outputs_total": outputs, "across": across, "rows": rows, "cols": cols, "row_bytes": row_bytes}
     ctx.backend.launch(kernel, [x, weight_words(ctx, w), y], (across, -(-groups // across)), **scalars)
     return y
 

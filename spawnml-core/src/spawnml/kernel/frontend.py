@@ -521,10 +521,13 @@ class _Parser:
         return ir.Binary(symbol, a, b, bool_)
 
     def logical(self, node: ast.AST, symbol: str, values: Any) -> Expr:
+        identity = symbol == "&&"  # True for "and", False for "or"; the other constant decides
         terms = [self.coerce(node, v, bool_) for v in values]
-        if all(isinstance(t, Const) for t in terms):
-            values = [bool(t.value) for t in terms]  # type: ignore[union-attr]
-            return Const(all(values) if symbol == "&&" else any(values), bool_)
+        if any(isinstance(t, Const) and t.value != identity for t in terms):
+            return Const(not identity, bool_)
+        terms = [t for t in terms if not isinstance(t, Const)]
+        if not terms:
+            return Const(identity, bool_)
         out = terms[0]
         for t in terms[1:]:
             out = ir.Binary(symbol, out, t, bool_)

@@ -82,22 +82,25 @@ def gguf_matmul(
     BYTES: Const[int],
     HIGH: Const[bool],
     MIN: Const[bool],
+    SPLIT: Const[bool],
     WG: Const[int],
 ):
-    """``y[m, r] = sum_c x[m, c] * W[r, c]`` (``outputs_total = m * rows`` workgroups), or where
-    ``GATHER``, ``y[m, :] = W[x[m], :]`` (``x`` the row indices, one workgroup for each). ``W`` is
+    """``y[m, r] = sum_c x[m, c] * W[r, c]`` (``outputs_total = m * rows`` outputs), or where
+    ``GATHER``, ``y[m, :] = W[x[m], :]`` (``x`` the row indices, one output for each). ``W`` is
     ``rows`` rows of ``row_bytes`` bytes of ``BYTES``-byte blocks; ``HIGH``: the quants have a fifth
-    bit, ``MIN``: the block has a minimum. Launch ``across`` workgroups per row of the grid.
+    bit, ``MIN``: the block has a minimum. ``SPLIT``: a workgroup for each output, its invocations
+    taking the chunks in turn; else an invocation for each output, taking them all, without
+    barriers (for devices that run on the CPU). Launch ``across`` workgroups per row of the grid.
     """
     partial = shared(f32, WG)
-    g = group_id(1) * across + group_id(0)
     lid = local_id(0)
+    g = group_id(1) * across + group_id(0) if SPLIT else (group_id(1) * across + group_id(0)) * WG + lid
     total = f32(0)
     if g < outputs_total:
         m = g if GATHER else g // rows
         # A gather's index is clamped into the table, which the host checks where it knows it.
         row = u32(min(max(i32(x[g]), 0), i32(rows) - 1)) * row_bytes if GATHER else (g % rows) * row_bytes
-        for c in range(lid, cols // 32, WG):
+        for c in range(lid if SPLIT else 0, cols // 32, WG if SPLIT else 1):
             xs = m * cols + c * 32  # this chunk's first element in x, or in y for a gather
             if FAMILY == LEGACY:
                 at = row + c * BYTES
@@ -181,7 +184,9 @@ def gguf_matmul(
                         y[xs + i] = value
                     else:
                         total += value * x[xs + i]
-    if not GATHER:
+    if not SPLIT and not GATHER and g < outputs_total:
+        y[g] = total
+    if SPLIT and not GATHER:
         partial[lid] = total
         barrier()
         stride = u32(WG // 2)
@@ -195,9 +200,10 @@ def gguf_matmul(
 
 
 @cache
-def block_kernel(quant_type: str, gather: bool) -> Kernel:
+def block_kernel(quant_type: str, gather: bool, split: bool = True) -> Kernel:
     """:func:`gguf_matmul` for the blocks of ``quant_type`` (a key of :data:`LAYOUTS`): the
-    product, or the gather of rows where ``gather``."""
+    product, or the gather of rows where ``gather``; a workgroup for each output where ``split``,
+    else an invocation."""
     layout = LAYOUTS[quant_type]
     return gguf_matmul.specialize(
         X=i32 if gather else f32,
@@ -206,5 +212,6 @@ def block_kernel(quant_type: str, gather: bool) -> Kernel:
         BYTES=layout.bytes,
         HIGH=layout.high,
         MIN=layout.minimum,
+        SPLIT=split,
         WG=THREADS,
     )
