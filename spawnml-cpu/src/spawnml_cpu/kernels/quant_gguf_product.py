@@ -75,7 +75,7 @@ def product(x: Array, w: PackedWeight) -> Array:
     padded = w.subs * w.size
     if padded != w.cols:  # a zero sub-block that pairs nibbles
         flat = np.pad(flat, [(0, 0), (0, padded - w.cols)])
-    xsum = flat.reshape(-1, w.size).sum(-1) if w.low.size else np.empty(0, np.float32)
+    xsum = flat.reshape(-1, w.size).sum(-1) if w.low.size or w.offset else np.empty(0, np.float32)
     out = np.empty((len(flat), w.rows), np.float32)
     if not len(flat):
         return out.reshape(*x.shape[:-1], w.rows)
