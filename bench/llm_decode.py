@@ -5,7 +5,7 @@ prompt; transformers dequantizes to float32 at load, SpawnML runs both its graph
 on raw blocks, and weights dequantized at load), and llama.cpp (where llama-cpp-python is
 installed) its own kernels on the raw blocks, with torch's thread count. Each computes the logits
 of every prompt position. Each SpawnML graph runs in a process of its own, which reports its peak
-resident memory (``ru_maxrss``: the interpreter and its libraries, the weights and the cache).
+resident memory (``VmHWM``: the interpreter and its libraries, the weights and the cache).
 
 ``--block-types`` measures instead SpawnML's decode steps (after the prompt, through the KV cache)
 with every quantized weight of the file, the tied output head included, requantized to each
@@ -38,8 +38,17 @@ def spawnml_rates(path: str, ids: list[int], tokens: int, dequantize: bool) -> t
         pass
     for _ in pipeline.tokens(ids, tokens):
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    return pipeline.stats.prefill_rate, pipeline.stats.decode_rate, peak
+    return pipeline.stats.prefill_rate, pipeline.stats.decode_rate, peak_resident_mib()
+
+
+def peak_resident_mib() -> float:
+    """This process's peak resident memory in MiB: Linux's ``VmHWM``, which starts anew at
+    ``exec`` (``ru_maxrss`` keeps the peak of the process it was forked from)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB where there is no VmHWM
 
 
 def spawnml_rates_apart(
