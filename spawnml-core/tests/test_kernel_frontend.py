@@ -103,6 +103,15 @@ def test_branches_on_constants_keep_only_the_side_taken():
         chosen.specialize(WIDE=False, K=2)
 
 
+def test_a_conditional_on_constants_keeps_the_type_of_both_sides():
+    @kernel(workgroup=(1,))
+    def typed(x: Buffer[u32], n: u32, FIRST: Const[bool]):
+        k = 0 if FIRST else n  # the literal takes u32, as it would were FIRST known at run time
+        x[0] = k
+
+    assert typed.specialize(FIRST=True).body[0] == ir.Declare("k", ir.Const(0, u32))
+
+
 def test_a_dtype_placeholder_is_bound_by_its_constant():
     @kernel(workgroup=(1,))
     def typed(x: Buffer[T], T: Const[Scalar]):

@@ -307,11 +307,12 @@ class _Parser:
                 return self.logical(node, "&&", terms)
             case ast.BoolOp(op=op, values=values):
                 return self.logical(node, "&&" if isinstance(op, ast.And) else "||", map(self.expr, values))
-            case ast.IfExp(test=test, body=a, orelse=b) if isinstance(cond := self.condition(test), Const):
-                return self.expr(a if cond.value else b)
             case ast.IfExp(test=test, body=a, orelse=b):
                 a2, b2 = self.unify(node, self.expr(a), self.expr(b), "a conditional expression")
-                return ir.Select(self.condition(test), a2, b2, a2.dtype)
+                cond = self.condition(test)
+                if isinstance(cond, Const):  # both sides typed alike, as when chosen at run time
+                    return a2 if cond.value else b2
+                return ir.Select(cond, a2, b2, a2.dtype)
             case ast.Subscript(value=ast.Name(id=name), slice=index):
                 return ir.Load(name, self.index(index), self.array(node, name, writing=False))
             case ast.Call(func=func, args=args, keywords=[]):
