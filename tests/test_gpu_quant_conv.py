@@ -15,6 +15,7 @@ import spawnml
 from onnx import helper, numpy_helper
 
 from tests.backends import GPU_BACKENDS, backend_or_skip
+from tests.ort_int8 import int8_weights
 
 rng = np.random.default_rng(11)
 
@@ -86,7 +87,7 @@ def test_qlinear_conv(provider: str, x_shape: tuple, w_shape: tuple, attrs: dict
     constants = {
         "x_scale": np.array(0.02, np.float32),
         "x_zero_point": np.array(-3 if signed else 120, kind),
-        "w": rng.integers(-128, 128, w_shape).astype(np.int8),
+        "w": int8_weights(rng, w_shape),
         "w_scale": rng.uniform(0.002, 0.01, out_channels).astype(np.float32),  # per output channel
         "w_zero_point": np.zeros(out_channels, np.int8),
         "y_scale": np.array(0.05, np.float32),
