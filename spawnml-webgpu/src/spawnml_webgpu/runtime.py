@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ LIMITS = (
 BATCH = 128
 #: Distinct uniform buffers (packed scalars) kept; past it, the longest unused go.
 UNIFORMS = 4096
+#: A binding as the WGSL renderer declares it: its number and address space.
+BINDING = re.compile(r"@group\(0\) @binding\((\d+)\) var<(uniform|storage, read_write|storage, read)>")
 
 
 class WebGPURuntime(Runtime):
@@ -106,12 +109,27 @@ class WebGPURuntime(Runtime):
             return bytes(self.device.queue.read_buffer(handle, 0, nbytes))
 
     def compile(self, source: str, name: str) -> Any:
+        # The layout comes from the declared bindings, not from what the shader reads (wgpu's
+        # "auto"): a buffer that a kernel's specialization never reads (a branch folded away on a
+        # constant) keeps its binding, so that launches bind every buffer in parameter order.
+        kinds = {
+            "uniform": self.wgpu.BufferBindingType.uniform,
+            "storage, read": self.wgpu.BufferBindingType.read_only_storage,
+            "storage, read_write": self.wgpu.BufferBindingType.storage,
+        }
+        compute = self.wgpu.ShaderStage.COMPUTE
+        entries = [
+            {"binding": int(binding), "visibility": compute, "buffer": {"type": kinds[kind]}}
+            for binding, kind in BINDING.findall(source)
+        ]
         with self._calls():
             module = self.device.create_shader_module(code=source)
+            layout = self.device.create_bind_group_layout(entries=entries)
             pipeline = self.device.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": name}
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": name},
             )
-            return pipeline, pipeline.get_bind_group_layout(0)
+            return pipeline, layout
 
     def launch(
         self, program: Any, buffers: Sequence[Any], grid: tuple[int, int, int], scalars: Sequence[np.generic]
