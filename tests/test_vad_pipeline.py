@@ -221,9 +221,7 @@ def test_other_rates_channels_and_formats(silero, pipeline, speech, name, tmp_pa
     expected = reference_segments(silero, decoded, SegmentationParameters())
     segments = pipeline(audio)
     assert len(segments) == len(expected) >= 5
-    np.testing.assert_allclose(
-        [(s.start, s.end) for s in segments], expected, rtol=0, atol=EDGE_TOLERANCE
-    )
+    np.testing.assert_allclose([(s.start, s.end) for s in segments], expected, rtol=0, atol=EDGE_TOLERANCE)
 
 
 def test_arrays_at_another_rate_are_resampled(pipeline, speech):
