@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..ir import Node
 from ..kernel.library.gguf import LAYOUTS, block_kernel
-from ..ops.defs.quant_gguf import DOMAIN
+from ..ops.defs.quant_gguf import DOMAIN, block_problem
 from ..ops.shapes import as_text
 from .array import DeviceArray, Storage
 from .gemm import times_transposed
@@ -31,14 +31,12 @@ DIRECT_ROWS = 8
 ROW_CHUNK = 4096
 
 
+#: Elements a block of each block type the GPU reads.
+_BLOCK_SIZES = {name: layout.size for name, layout in LAYOUTS.items()}
+
+
 def _check(node: Node, opset: int) -> str | None:
-    quant_type = as_text(node.attrs.get("quant_type", ""))
-    if quant_type not in LAYOUTS:
-        return f"quant_type={quant_type!r}: the GPU reads {', '.join(LAYOUTS)} blocks"
-    cols, rows = node.attrs.get("cols", 0), node.attrs.get("rows", 0)
-    if rows <= 0 or cols <= 0 or cols % LAYOUTS[quant_type].size:
-        return f"rows={rows}, cols={cols}: need positive sizes, cols whole {quant_type} blocks"
-    return None
+    return block_problem(node, _BLOCK_SIZES, "the GPU")
 
 
 #: The words of each weight read so far, by its device buffer, its offset and its size.

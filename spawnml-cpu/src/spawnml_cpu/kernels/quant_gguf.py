@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from spawnml.backend import KernelContext
 from spawnml.ir import Node
-from spawnml.ops.defs.quant_gguf import DOMAIN
+from spawnml.ops.defs.quant_gguf import DOMAIN, block_problem
 from spawnml.ops.shapes import as_text
 
 from .nn_common import matmul, widen
@@ -184,14 +184,12 @@ def dequantize(data: Array, quant_type: str) -> Array:
     return values.reshape(*data.shape[:-1], data.shape[-1] // block.bytes * block.size)
 
 
+#: Elements a block of each block type.
+_BLOCK_SIZES = {name: block.size for name, block in BLOCK_TYPES.items()}
+
+
 def _check_shape(node: Node, opset: int) -> str | None:
-    quant_type = as_text(node.attrs.get("quant_type", ""))
-    if quant_type not in BLOCK_TYPES:
-        return f"quant_type={quant_type!r} is not one of {list(BLOCK_TYPES)}"
-    cols, rows = node.attrs.get("cols", 0), node.attrs.get("rows", 0)
-    if rows <= 0 or cols <= 0 or cols % BLOCK_TYPES[quant_type].size:
-        return f"rows={rows}, cols={cols}: need positive sizes, cols whole {quant_type} blocks"
-    return None
+    return block_problem(node, _BLOCK_SIZES, "the CPU")
 
 
 def _blocks(ctx: KernelContext, w: Array) -> tuple[Array, str]:

@@ -13,9 +13,13 @@ looked up dequantized (the table stays blocks, and may be the output head's weig
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from ...ir import Node
 from ..schema import REQUIRED, Attribute, InferenceContext, OpSchema, TensorType
+from ..shapes import as_text
 
 DOMAIN = "spawnml.gguf"
 
@@ -30,6 +34,18 @@ def _infer_quantized_gather(ctx: InferenceContext) -> list[TensorType]:
     indices = ctx.input(1) or TensorType(None, None)
     shape = None if indices.shape is None else (*indices.shape, ctx.attrs["cols"])
     return [TensorType(np.dtype(np.float32), shape)]
+
+
+def block_problem(node: Node, block_sizes: Mapping[str, int], reader: str) -> str | None:
+    """Why ``reader``, which reads the block types of ``block_sizes`` (elements a block), cannot run
+    ``node``, or None: its block type, and sizes that are positive with ``cols`` whole blocks."""
+    quant_type = as_text(node.attrs.get("quant_type", ""))
+    if quant_type not in block_sizes:
+        return f"quant_type={quant_type!r}: {reader} reads {', '.join(block_sizes)} blocks"
+    cols, rows = node.attrs.get("cols", 0), node.attrs.get("rows", 0)
+    if rows <= 0 or cols <= 0 or cols % block_sizes[quant_type]:
+        return f"rows={rows}, cols={cols}: need positive sizes, cols whole {quant_type} blocks"
+    return None
 
 
 _SHAPE = (
