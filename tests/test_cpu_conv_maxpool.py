@@ -57,8 +57,10 @@ def compiled_calls(monkeypatch) -> list[int]:
     from spawnml_cpu.kernels import pool
 
     calls: list[int] = []
-    loop = pool._compiled()
-    monkeypatch.setattr(pool, "_compiled", lambda: lambda *args: calls.append(args[-2]) or loop(*args))
+    loop = pool._compiled(False)
+    monkeypatch.setattr(
+        pool, "_compiled", lambda with_indices: lambda *args: calls.append(args[-2]) or loop(*args)
+    )
     return calls
 
 

@@ -63,11 +63,19 @@ def test_activation_on_random_inputs(name):
     check(activation(name), [(rng.standard_normal((4, 5)) * 4).astype(np.float32)], atol=atol)
 
 
+#: Activations whose gradient torch gives at NaN as its linear branch's on short tensors and as NaN
+#: on the vectorized path, which starts at a length that depends on the CPU's vector width (16
+#: floats with AVX2): no one answer to compare with.
+NAN_GRADIENT_VARIES = {"elu", "celu", "selu", "hardswish"}
+
+
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_activation_at_kinks_and_special_values(name):
     values = SPECIAL
     if name.startswith("gelu"):  # torch's vectorized GELU gives NaN at ±inf (the limits are inf and 0)
         values = SPECIAL[np.isfinite(SPECIAL) | np.isnan(SPECIAL)]
+    if name in NAN_GRADIENT_VARIES:
+        values = values[~np.isnan(values)]
     check(activation(name), [values])
 
 
